@@ -1,0 +1,50 @@
+/**
+ * The normalised configuration model: what every config format (Claude Desktop, Cursor, VS Code,
+ * `.mcp.json`) is turned into once parsed, validated and `${VAR}`-expanded. Everything downstream
+ * (discovery workers, sessions, fingerprints) reads only these shapes, never raw user JSON.
+ */
+
+/** How the library talks to a server. `http` is Streamable HTTP; `sse` is the legacy HTTP+SSE transport. */
+export type TransportKind = 'stdio' | 'http' | 'sse';
+
+/** Options every server accepts, whatever its transport. */
+export interface CommonServerOptions {
+  /** The server's name as written in the config (the key of `mcpServers` / `servers`). */
+  readonly name: string;
+  /** A disabled server is never started; its outcome is `disabled`. */
+  readonly disabled: boolean;
+  /** Per-server override of `discovery.connectTimeoutMs`. */
+  readonly connectTimeoutMs?: number;
+  /** Per-server default timeout for tool calls. */
+  readonly callTimeoutMs?: number;
+  /** When true, profiles whose server has the same fingerprint share one live session. */
+  readonly share: boolean;
+}
+
+/** A server started as a child process that speaks MCP over its stdin/stdout. */
+export interface StdioServerConfig extends CommonServerOptions {
+  readonly transport: 'stdio';
+  readonly command: string;
+  readonly args: readonly string[];
+  /** Extra environment, merged over the host's safe default environment. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+}
+
+/** A server reached over HTTP (Streamable HTTP or legacy SSE). */
+export interface HttpServerConfig extends CommonServerOptions {
+  readonly transport: 'http' | 'sse';
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** One server of a profile, normalised. */
+export type ServerConfig = StdioServerConfig | HttpServerConfig;
+
+/** One profile's servers, normalised and deeply frozen. */
+export interface ProfileConfig {
+  /** The file the profile was read from, when there is one (for messages). */
+  readonly file?: string;
+  /** Servers by name, in the order the config listed them. */
+  readonly servers: Readonly<Record<string, ServerConfig>>;
+}
