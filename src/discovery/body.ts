@@ -1,0 +1,108 @@
+/**
+ * The discovery body: one profile's discovery, run as one piscina task in a worker thread.
+ *
+ * It owns its worker for its whole life and everything it starts. It registers itself as the
+ * entry's live owner in the SharedArrayBuffer, re-checks its generation before every side effect
+ * (spawn, connect, posting an outcome), streams one outcome per server as soon as it settles, and
+ * — when the main thread raises the cancel flag — closes every transport and kills every process
+ * group it started from its own event loop, so the children are reaped before it returns. If it
+ * cannot (a synchronous loop), the main thread terminates the worker and kills the recorded groups.
+ */
+import { threadId } from 'node:worker_threads';
+import PQueue from 'p-queue';
+import { McpSupervisorError, describeError } from '../errors.js';
+import { discoverServer } from './server-discovery.js';
+import { EntrySlots } from './slots.js';
+import type { BodyMessage, BodyResult, DiscoveryTask, SettledOutcome } from './types.js';
+
+/** Blocks the thread synchronously: only for the test hook that forces the hard rungs. */
+function blockThread(ms: number): void {
+  const until = ms < 0 ? Number.POSITIVE_INFINITY : Date.now() + ms;
+  while (Date.now() < until) {
+    // Deliberately synchronous: nothing on this thread's event loop can run.
+  }
+}
+
+/** Runs one discovery body. Never throws: failures become outcomes, and `done` is always posted. */
+export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult> {
+  const { generation } = task;
+  const slots = new EntrySlots(task.slots);
+  const port = task.port;
+  const post = (message: BodyMessage): void => {
+    if (slots.isCurrent(generation)) port.postMessage(message);
+  };
+  if (!slots.isCurrent(generation)) {
+    port.close();
+    return { generation, cancelled: true };
+  }
+
+  slots.enterOwner(generation, threadId);
+  const retired = new AbortController();
+  let finished = false;
+  void slots.waitForCancel(generation, () => finished).then(() => {
+    if (!finished) retired.abort(new Error('generation retired'));
+  });
+  const releasing = new Map<Promise<void>, () => Promise<void>>();
+  const queue = new PQueue({ concurrency: task.serverConcurrency });
+  retired.signal.addEventListener(
+    'abort',
+    () => {
+      queue.clear();
+      // A graceful close can take a second or two; a retired body kills instead.
+      for (const kill of releasing.values()) void kill().catch(() => undefined);
+    },
+    { once: true },
+  );
+  let spawnedForHook = false;
+
+  try {
+    post({ type: 'started', generation, threadId });
+    for (const server of task.servers) {
+      if (server.disabled) {
+        post({ type: 'outcome', generation, outcome: { status: 'disabled', server: server.name } });
+        continue;
+      }
+      void queue.add(async () => {
+        const outcome: SettledOutcome = await discoverServer(server, {
+          connectTimeoutMs: task.connectTimeoutMs,
+          signal: retired.signal,
+          isCurrent: () => slots.isCurrent(generation),
+          recordPid: (pid) => slots.recordPid(pid),
+          clearPid: (pid) => slots.clearPid(pid),
+          afterSpawn: () => {
+            const block = task.testHooks?.blockAfterSpawnMs;
+            if (block !== undefined && !spawnedForHook) {
+              spawnedForHook = true;
+              blockThread(block);
+            }
+          },
+          adoptForClose: (release) => {
+            if (retired.signal.aborted) {
+              void release.kill().catch(() => undefined);
+              return;
+            }
+            const closing = release.close().catch(() => undefined);
+            releasing.set(closing, release.kill);
+            void closing.finally(() => releasing.delete(closing));
+          },
+        });
+        post({ type: 'outcome', generation, outcome });
+      });
+    }
+    await queue.onIdle();
+    await Promise.all([...releasing.keys()]);
+    post({ type: 'done', generation });
+  } catch (error) {
+    post({
+      type: 'done',
+      generation,
+      error: new McpSupervisorError('DISCOVERY_FAILED', `discovery body failed: ${describeError(error)}`, { profile: task.profile }).toJSON(),
+    });
+  } finally {
+    finished = true;
+    slots.releaseWaiters();
+    slots.leaveOwner(generation);
+    port.close();
+  }
+  return { generation, cancelled: retired.signal.aborted };
+}

@@ -1,0 +1,95 @@
+/**
+ * Turns whatever a connection attempt threw into a {@link ServerFailure} with an honest kind.
+ * The order of the checks matters: a child that exited makes the SDK reject its pending request
+ * with "Connection closed", which must read as `exited` (with code and stderr), never as a
+ * protocol error or a timeout; a refused socket is `refused`, not `http`.
+ */
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { describeError } from '../errors.js';
+import type { ExitInfo } from '../process/stdio-transport.js';
+import type { FailureKind, ServerFailure } from './types.js';
+
+const REFUSED_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'EPIPE']);
+
+/** Finds a network error code anywhere in an error's cause chain (fetch wraps them twice). */
+export function networkErrorCode(error: unknown, depth = 0): string | undefined {
+  if (depth > 5 || typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && REFUSED_CODES.has(code)) return code;
+  const nested = (error as { errors?: unknown[] }).errors;
+  if (Array.isArray(nested)) {
+    for (const inner of nested) {
+      const found = networkErrorCode(inner, depth + 1);
+      if (found) return found;
+    }
+  }
+  return networkErrorCode((error as { cause?: unknown }).cause, depth + 1);
+}
+
+/** The HTTP status an SDK transport error carries, if any. */
+export function httpStatusOf(error: unknown): number | undefined {
+  if (error instanceof StreamableHTTPError || error instanceof SseError) return typeof error.code === 'number' ? error.code : undefined;
+  return undefined;
+}
+
+/** Describes a process exit the way a person reads it. */
+export function describeExit(exit: ExitInfo): string {
+  return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code ?? 'unknown'}`;
+}
+
+/** Context the classifier needs besides the error. */
+export interface ClassifyContext {
+  /** Set when the stdio leader has exited. */
+  exit?: ExitInfo;
+  /** The stderr tail of a stdio server. */
+  stderrTail?: string;
+  /** True when our own deadline fired. */
+  timedOut?: boolean;
+  /** The deadline, for the message. */
+  timeoutMs?: number;
+  /** True when the attempt was cancelled by retirement. */
+  cancelled?: boolean;
+}
+
+function failure(kind: FailureKind, message: string, extra: Partial<ServerFailure> = {}): ServerFailure {
+  return { kind, message, ...extra };
+}
+
+/** Classifies a failed connection attempt. */
+export function classifyFailure(error: unknown, context: ClassifyContext): ServerFailure {
+  const stderr = context.stderrTail?.trim() ? { stderrTail: context.stderrTail.trim() } : {};
+  if (context.cancelled) return failure('cancelled', 'discovery was cancelled (its generation was retired)');
+  if (context.exit) {
+    return failure('exited', `the server process ${describeExit(context.exit)} before discovery finished`, {
+      exitCode: context.exit.code,
+      signal: context.exit.signal,
+      ...stderr,
+    });
+  }
+  if (context.timedOut) return failure('timeout', `no answer within the connect timeout of ${context.timeoutMs} ms`, stderr);
+  const errno = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (errno === 'ENOENT' || errno === 'EACCES' || errno === 'ENOTDIR' || errno === 'EPERM') {
+    return failure('spawn', `could not start the server process: ${describeError(error)}`, stderr);
+  }
+  if (error instanceof UnauthorizedError) return failure('auth', `the server requires authorization: ${describeError(error)}`);
+  const status = httpStatusOf(error);
+  if (status === 401 || status === 403) {
+    return failure('auth', `the server answered HTTP ${status} (authorization required)`, { httpStatus: status });
+  }
+  const network = networkErrorCode(error);
+  if (network) return failure('refused', `the server could not be reached (${network})`);
+  if (error instanceof TypeError && error.message === 'fetch failed') {
+    const cause = describeError(error.cause);
+    // fetch refuses some ports outright (the "bad ports" list): that is the URL's fault.
+    if (cause === 'bad port') return failure('config', 'the URL uses a port that fetch refuses to connect to ("bad port")');
+    return failure('refused', `the server could not be reached (${cause})`);
+  }
+  if (status !== undefined) return failure('http', `the server answered HTTP ${status}: ${describeError(error)}`, { httpStatus: status });
+  if (error instanceof SseError || error instanceof StreamableHTTPError) return failure('http', describeError(error));
+  if (error instanceof McpError) return failure('protocol', `the server broke the protocol: ${error.message}`, stderr);
+  if (error instanceof Error && error.name === 'ZodError') return failure('protocol', `the server sent a malformed reply: ${error.message.slice(0, 500)}`, stderr);
+  return failure('protocol', describeError(error), stderr);
+}

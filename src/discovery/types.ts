@@ -1,0 +1,87 @@
+/**
+ * The data that discovery produces and that crosses the worker boundary. Everything here is plain,
+ * structured-clone-safe data: no class instances, no functions.
+ */
+import type { Prompt, Resource, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { SerializedError } from '../errors.js';
+import type { ServerConfig } from '../config/types.js';
+
+/** Why a server could not be discovered. */
+export type FailureKind = 'spawn' | 'exited' | 'timeout' | 'refused' | 'http' | 'auth' | 'protocol' | 'config' | 'cancelled';
+
+/** Details of a failed server. */
+export interface ServerFailure {
+  kind: FailureKind;
+  message: string;
+  exitCode?: number | null;
+  signal?: string | null;
+  stderrTail?: string;
+  httpStatus?: number;
+}
+
+/** How long each phase of one server's discovery took, in ms. */
+export interface DiscoveryTimings {
+  /** From the start of this server's attempt to the end of `initialize`. */
+  connectMs?: number;
+  /** Listing tools, prompts and resources. */
+  listMs?: number;
+  /** The whole attempt. */
+  totalMs: number;
+}
+
+/** An HTTP session the body created, which the main thread may resume instead of initialising again. */
+export interface ResumableSession {
+  sessionId: string;
+  protocolVersion: string;
+}
+
+/** What discovery learned of one server. */
+export type ServerOutcome =
+  | { status: 'pending'; server: string }
+  | { status: 'disabled'; server: string }
+  | {
+      status: 'ready';
+      server: string;
+      tools: Tool[];
+      prompts: Prompt[];
+      resources: Resource[];
+      serverInfo?: { name: string; version: string };
+      protocolVersion?: string;
+      instructions?: string;
+      session?: ResumableSession;
+      timings: DiscoveryTimings;
+    }
+  | { status: 'failed'; server: string; failure: ServerFailure; timings: DiscoveryTimings };
+
+/** A settled outcome (what the body streams). */
+export type SettledOutcome = Exclude<ServerOutcome, { status: 'pending' }>;
+
+/** Test-only hooks for forcing the hard rungs of the quiescence ladder. Never set in production. */
+export interface BodyTestHooks {
+  /** After every stdio server has been spawned, block the thread synchronously for this long (ms; -1 = forever). */
+  blockAfterSpawnMs?: number;
+}
+
+/** The task handed to one discovery body. */
+export interface DiscoveryTask {
+  profile: string;
+  generation: number;
+  slots: SharedArrayBuffer;
+  servers: ServerConfig[];
+  serverConcurrency: number;
+  connectTimeoutMs: number;
+  port: import('node:worker_threads').MessagePort;
+  testHooks?: BodyTestHooks;
+}
+
+/** Messages a body posts on its port. Each carries its generation; stale ones are dropped. */
+export type BodyMessage =
+  | { type: 'started'; generation: number; threadId: number }
+  | { type: 'outcome'; generation: number; outcome: SettledOutcome }
+  | { type: 'done'; generation: number; error?: SerializedError };
+
+/** What the task itself returns to piscina. */
+export interface BodyResult {
+  generation: number;
+  cancelled: boolean;
+}

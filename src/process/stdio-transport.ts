@@ -1,0 +1,253 @@
+/**
+ * A stdio `Transport` for the MCP SDK that spawns the server as the leader of its own process
+ * group.
+ *
+ * Why not the SDK's `StdioClientTransport`: it spawns the child in the host's process group and
+ * kills only the direct child, so the grandchildren of `npx`/`uvx`/shell wrappers outlive it, and
+ * it offers no hook to learn the pid before the first await. Here the spawn is `detached` (setsid),
+ * the pid is handed to `onSpawn` synchronously, every kill goes to the whole group, and liveness
+ * comes from the child's own `exit` event rather than pid polling. A ring buffer keeps the tail
+ * of stderr for error messages.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { runningGroupMembers, signalGroup } from './proc.js';
+
+/** How long to wait for the rest of a process group to die after its leader exited. */
+const GROUP_REAP_TIMEOUT_MS = 2000;
+/** Poll interval while waiting for a group to empty (only when members were still there). */
+const GROUP_POLL_MS = 5;
+
+/** Environment variables a server inherits from the host by default (as the SDK does). */
+const INHERITED_ENV = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER', 'LANG', 'TMPDIR'];
+
+/** The safe default environment for a stdio server: a few host variables, never the host's secrets. */
+export function defaultServerEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of INHERITED_ENV) {
+    const value = process.env[name];
+    // Exported shell functions start with "()": never pass them on.
+    if (value !== undefined && !value.startsWith('()')) env[name] = value;
+  }
+  return env;
+}
+
+/** How a stdio server process ended. */
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** What to start. */
+export interface StdioServerParameters {
+  command: string;
+  args?: readonly string[];
+  env?: Readonly<Record<string, string>>;
+  cwd?: string;
+  /** Bytes of stderr kept for messages. Default 4096. */
+  stderrTailBytes?: number;
+}
+
+/** Hooks called synchronously, so pid bookkeeping never waits on an await. */
+export interface StdioTransportHooks {
+  /** Right after a successful spawn, before any await. */
+  onSpawn?(pid: number): void;
+  /** When the group leader has exited and the rest of its group has been killed and is gone. */
+  onExit?(pid: number, exit: ExitInfo): void;
+}
+
+/** Timings of the close ladder. */
+export interface CloseLadderOptions {
+  /** Wait after closing stdin before SIGTERM. Default 1000 ms. */
+  stdinGraceMs?: number;
+  /** Wait after SIGTERM before SIGKILL. Default 1000 ms. */
+  termGraceMs?: number;
+}
+
+/** The MCP stdio transport over a process-group leader. */
+export class ProcessGroupStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private child: ChildProcess | undefined;
+  private readonly readBuffer = new ReadBuffer();
+  private stderrChunks: Buffer[] = [];
+  private stderrBytes = 0;
+  private exitInfo: ExitInfo | undefined;
+  private closedNotified = false;
+  private groupReaped = false;
+  private readonly exitWaiters: ((exit: ExitInfo) => void)[] = [];
+
+  constructor(
+    private readonly params: StdioServerParameters,
+    private readonly hooks: StdioTransportHooks = {},
+  ) {}
+
+  /** The leader's pid (also the process group id) once spawned. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** How the leader exited, once it has (its group may still be being reaped). */
+  get exit(): ExitInfo | undefined {
+    return this.exitInfo;
+  }
+
+  /** The last bytes the server wrote to stderr, as text. */
+  stderrTail(): string {
+    return Buffer.concat(this.stderrChunks).toString('utf8').slice(-(this.params.stderrTailBytes ?? 4096));
+  }
+
+  /** Resolves when the leader has exited and no member of its group is still running. */
+  exited(): Promise<ExitInfo> {
+    if (this.exitInfo && this.groupReaped) return Promise.resolve(this.exitInfo);
+    return new Promise((resolve) => this.exitWaiters.push(resolve));
+  }
+
+  /** Spawns the server. Rejects when the spawn itself fails (ENOENT, EACCES…). */
+  start(): Promise<void> {
+    if (this.child) throw new Error('ProcessGroupStdioTransport already started');
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.params.command, [...(this.params.args ?? [])], {
+        env: { ...defaultServerEnvironment(), ...this.params.env },
+        cwd: this.params.cwd,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+        shell: false,
+        windowsHide: true,
+      });
+      this.child = child;
+      if (child.pid !== undefined) this.hooks.onSpawn?.(child.pid);
+      let spawned = false;
+      child.once('spawn', () => {
+        spawned = true;
+        resolve();
+      });
+      child.on('error', (error) => {
+        if (!spawned) reject(error);
+        else this.onerror?.(error);
+      });
+      child.once('exit', (code, signal) => this.handleExit({ code, signal }));
+      child.stdout?.on('data', (chunk: Buffer) => this.handleStdout(chunk));
+      child.stdout?.on('error', (error) => this.onerror?.(error));
+      child.stdin?.on('error', (error) => {
+        // EPIPE after the server died is expected; the exit handler reports the death.
+        if (!this.exitInfo) this.onerror?.(error);
+      });
+      child.stderr?.on('data', (chunk: Buffer) => this.keepStderr(chunk));
+    });
+  }
+
+  private keepStderr(chunk: Buffer): void {
+    const limit = this.params.stderrTailBytes ?? 4096;
+    this.stderrChunks.push(chunk);
+    this.stderrBytes += chunk.length;
+    while (this.stderrBytes - (this.stderrChunks[0]?.length ?? 0) >= limit && this.stderrChunks.length > 1) {
+      this.stderrBytes -= this.stderrChunks.shift()!.length;
+    }
+  }
+
+  private handleStdout(chunk: Buffer): void {
+    this.readBuffer.append(chunk);
+    for (;;) {
+      let message: JSONRPCMessage | null;
+      try {
+        message = this.readBuffer.readMessage();
+      } catch (error) {
+        this.onerror?.(error as Error);
+        continue;
+      }
+      if (message === null) break;
+      this.onmessage?.(message);
+    }
+  }
+
+  private handleExit(exit: ExitInfo): void {
+    this.exitInfo = exit;
+    // Fail pending requests at once: a dead server must never look like a slow one.
+    this.notifyClosed();
+    const pid = this.child?.pid;
+    void this.reapGroup(pid).then(() => {
+      if (pid !== undefined) this.hooks.onExit?.(pid, exit);
+      this.groupReaped = true;
+      for (const waiter of this.exitWaiters.splice(0)) waiter(exit);
+    });
+  }
+
+  /**
+   * The leader is gone; take down whatever it left in its group (wrapper grandchildren) and wait,
+   * bounded, until none of them is running, so "exited" means the whole group.
+   */
+  private async reapGroup(pgid: number | undefined): Promise<void> {
+    if (pgid === undefined || !signalGroup(pgid, 'SIGKILL')) return;
+    const deadline = Date.now() + GROUP_REAP_TIMEOUT_MS;
+    while (runningGroupMembers(pgid).length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, GROUP_POLL_MS));
+    }
+  }
+
+  private notifyClosed(): void {
+    if (this.closedNotified) return;
+    this.closedNotified = true;
+    this.readBuffer.clear();
+    this.onclose?.();
+  }
+
+  /** Writes one JSON-RPC message, honouring back-pressure. */
+  send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.child?.stdin;
+    if (!stdin || this.exitInfo || stdin.destroyed) {
+      return Promise.reject(new Error(this.exitInfo ? 'stdio server has exited' : 'stdio server not started'));
+    }
+    return new Promise((resolve) => {
+      if (stdin.write(serializeMessage(message))) resolve();
+      else stdin.once('drain', resolve);
+    });
+  }
+
+  /** Sends SIGKILL to the whole group now and waits for the leader's exit. */
+  async kill(): Promise<ExitInfo | undefined> {
+    const pid = this.child?.pid;
+    if (pid === undefined) return undefined;
+    if (!this.exitInfo) signalGroup(pid, 'SIGKILL');
+    return this.exited();
+  }
+
+  /**
+   * The close ladder: close stdin → wait → SIGTERM the group → wait → SIGKILL the group. Resolves
+   * once the leader has exited (its group was then killed too). Timers are unref'd.
+   */
+  async close(options: CloseLadderOptions = {}): Promise<void> {
+    const child = this.child;
+    if (!child || child.pid === undefined) {
+      this.notifyClosed();
+      return;
+    }
+    if (!this.exitInfo) {
+      child.stdin?.end();
+      if (!(await this.exitWithin(options.stdinGraceMs ?? 1000))) {
+        signalGroup(child.pid, 'SIGTERM');
+        if (!(await this.exitWithin(options.termGraceMs ?? 1000))) {
+          signalGroup(child.pid, 'SIGKILL');
+        }
+      }
+    }
+    await this.exited();
+    this.notifyClosed();
+  }
+
+  private exitWithin(ms: number): Promise<boolean> {
+    if (this.exitInfo) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      timer.unref();
+      void this.exited().then(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * Discovery bodies against real fixture processes: per-server outcomes with honest kinds, the
+ * quiescence ladder (cooperative and hard), and the generation filter.
+ */
+import test from 'ava';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DiscoveryCoordinator, type SettledOutcome } from '../../src/discovery/index.js';
+import { parseProfileConfig, type ServerConfig } from '../../src/index.js';
+import { refusedUrl, stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
+import { pidsWithTag, pollUntil, procState } from '../helpers/processes.js';
+
+function servers(mcpServers: Record<string, unknown>): ServerConfig[] {
+  return Object.values(parseProfileConfig({ mcpServers }, { profile: 'test' }).servers);
+}
+
+interface Run {
+  outcomes: Map<string, SettledOutcome>;
+  done: Promise<{ generation: number; error?: Error }>;
+  generation: number;
+}
+
+function run(coordinator: DiscoveryCoordinator, key: string, list: ServerConfig[], hooks?: { blockAfterSpawnMs?: number }): Run {
+  const outcomes = new Map<string, SettledOutcome>();
+  let resolveDone!: (info: { generation: number; error?: Error }) => void;
+  const done = new Promise<{ generation: number; error?: Error }>((resolve) => (resolveDone = resolve));
+  const { generation } = coordinator.start(
+    key,
+    list,
+    {
+      onOutcome: (outcome) => outcomes.set(outcome.server, outcome),
+      onDone: (info) => resolveDone(info),
+    },
+    hooks,
+  );
+  return { outcomes, done, generation };
+}
+
+function newCoordinator(t: import('ava').ExecutionContext, options: ConstructorParameters<typeof DiscoveryCoordinator>[0] = {}): DiscoveryCoordinator {
+  const coordinator = new DiscoveryCoordinator({ maxThreads: 2, ...options });
+  t.teardown(() => coordinator.close().then(() => undefined));
+  return coordinator;
+}
+
+test('fail-fast failures settle per server with the right kind, never as timeouts', async (t) => {
+  const tag = useFixtureTag(t);
+  // A 10-minute connect timeout: had any failure waited for it, the test would time out instead.
+  const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000 });
+  const list = servers({
+    healthy: stdioFixtureConfig(['--tools', '7', '--page-size', '3'], { tag }),
+    exits: stdioFixtureConfig(['--exit-at-start', '3'], { tag }),
+    missing: { command: '/nonexistent/mcp-server' },
+    refused: { url: await refusedUrl() },
+    off: { command: 'never-started', disabled: true },
+  });
+  const { outcomes, done } = run(coordinator, 'p', list);
+  const finished = await done;
+  t.is(finished.error, undefined);
+  const healthy = outcomes.get('healthy');
+  t.is(healthy?.status, 'ready');
+  // 7 generated tools + the fixture's fixed tools, across three or more pages.
+  t.true(healthy?.status === 'ready' && healthy.tools.some((tool) => tool.name === 'gen_6') && healthy.tools.some((tool) => tool.name === 'echo'));
+  t.true(healthy?.status === 'ready' && healthy.prompts.length > 0 && healthy.resources.length > 0);
+  t.like(outcomes.get('exits'), { status: 'failed', failure: { kind: 'exited', exitCode: 3 } });
+  const exits = outcomes.get('exits');
+  t.regex((exits?.status === 'failed' && exits.failure.stderrTail) || '', /exit/i);
+  t.like(outcomes.get('missing'), { status: 'failed', failure: { kind: 'spawn' } });
+  t.like(outcomes.get('refused'), { status: 'failed', failure: { kind: 'refused' } });
+  t.like(outcomes.get('off'), { status: 'disabled' });
+  t.is(coordinator.stats().ownerOverlaps, 0);
+});
+
+test('outcomes stream as each server settles, before slower servers finish', async (t) => {
+  const tag = useFixtureTag(t);
+  const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000 });
+  const list = servers({
+    exits: stdioFixtureConfig(['--exit-at-start', '2'], { tag }),
+    hang: stdioFixtureConfig(['--hang-initialize'], { tag }),
+  });
+  const seen: string[] = [];
+  let exitedSeen!: () => void;
+  const exitedOutcome = new Promise<void>((resolve) => (exitedSeen = resolve));
+  coordinator.start('p', list, {
+    onOutcome: (outcome) => {
+      seen.push(outcome.server);
+      if (outcome.server === 'exits') exitedSeen();
+    },
+    onDone: () => seen.push('done'),
+  });
+  await exitedOutcome;
+  // The hanging server never answers, so anything after this point would only come from retirement.
+  t.deepEqual(seen, ['exits']);
+  const report = await coordinator.quiesce('p', 'test over');
+  t.true(report.quiesced);
+  t.deepEqual(seen, ['exits'], 'a retired generation delivers nothing more');
+});
+
+test('a body whose server hangs on initialize is retired: worker done, server and wrapper grandchild gone, no late outcome accepted', async (t) => {
+  const tag = useFixtureTag(t);
+  const dir = await mkdtemp(path.join(tmpdir(), 'mcp-supervisor-disc-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const pidFile = path.join(dir, 'pids');
+  const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000 });
+  const list = servers({
+    hang: stdioFixtureConfig(['--hang-initialize', '--wrapper', '--pid-file', pidFile], { tag }),
+    // Would answer after 400 ms, i.e. after the retirement below: its outcome must never be accepted.
+    late: stdioFixtureConfig(['--start-delay', '400'], { tag }),
+  });
+  const first = run(coordinator, 'p', list);
+  // Wait until the wrapper, its server and its grandchild all exist.
+  const pidLines = (): number => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim().split('\n').length : 0);
+  t.true(await pollUntil(() => pidLines() >= 3, { timeoutMs: 10_000 }));
+  const tagged = pidsWithTag(tag);
+  t.true(tagged.length >= 4, `wrapper, server, grandchild and the late server run (${tagged.length})`);
+
+  const report = await coordinator.quiesce('p', 'retry');
+  t.true(report.quiesced);
+  t.is(report.rung, 'cooperative');
+  t.deepEqual(report.survivors, []);
+  for (const pid of tagged) t.not(procState(pid), 'alive', `pid ${pid} still running after quiesce`);
+  t.is(coordinator.liveOwners('p'), 0);
+
+  // A new generation runs to completion; by then the retired one would long have published.
+  const second = run(coordinator, 'p', servers({ quick: stdioFixtureConfig([], { tag }) }));
+  await second.done;
+  t.deepEqual([...first.outcomes.keys()], []);
+  t.false(coordinator.isCurrent('p', first.generation));
+  t.is(second.outcomes.get('quick')?.status, 'ready');
+  t.is(coordinator.stats().ownerOverlaps, 0);
+});
+
+test('a body stuck in a synchronous loop is quiesced through the hard rungs (terminate, then kill)', async (t) => {
+  const tag = useFixtureTag(t);
+  const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000, quiesceGraceMs: 100 });
+  const list = servers({ hang: stdioFixtureConfig(['--hang-initialize', '--wrapper'], { tag }) });
+  const stuck = run(coordinator, 'p', list, { blockAfterSpawnMs: -1 });
+  t.true(await pollUntil(() => coordinator.stats().recordedChildren === 1, { timeoutMs: 10_000 }));
+  t.true(await pollUntil(() => pidsWithTag(tag).length >= 2, { timeoutMs: 10_000 }));
+  const tagged = pidsWithTag(tag);
+  const workersBefore = coordinator.stats().workers;
+
+  const report = await coordinator.quiesce('p', 'stuck');
+  t.true(report.quiesced, JSON.stringify(report));
+  t.is(report.rung, 'kill');
+  t.true((report.terminateMs ?? -1) >= 0);
+  t.true((report.killMs ?? -1) >= 0);
+  t.deepEqual(report.survivors, []);
+  for (const pid of tagged) t.not(procState(pid), 'alive');
+  t.is(coordinator.liveOwners('p'), 0);
+  t.true(coordinator.stats().workers < workersBefore, 'the stuck worker was terminated');
+  t.is(stuck.outcomes.size, 0);
+});
+
+test('after close(), no process started for discovery is alive and the pool is empty', async (t) => {
+  const tag = useFixtureTag(t);
+  const coordinator = new DiscoveryCoordinator({ maxThreads: 2, connectTimeoutMs: 600_000 });
+  run(coordinator, 'a', servers({ hang: stdioFixtureConfig(['--hang-initialize', '--wrapper'], { tag }) }));
+  run(coordinator, 'b', servers({ slow: stdioFixtureConfig(['--start-delay', '60000'], { tag }) }));
+  t.true(await pollUntil(() => coordinator.stats().recordedChildren === 2, { timeoutMs: 10_000 }));
+  const reports = await coordinator.close();
+  t.is(reports.length, 2);
+  t.true(reports.every((report) => report.quiesced));
+  t.deepEqual(pidsWithTag(tag), []);
+  t.is(coordinator.stats().workers, 0);
+  t.throws(() => coordinator.start('a', [], { onOutcome: () => undefined, onDone: () => undefined }), { message: /closed/ });
+});
