@@ -1,0 +1,54 @@
+/**
+ * A small typed event emitter. Listeners of one event get a typed payload; a throwing listener is
+ * isolated (reported to `onListenerError`) so a host's logging bug can never break discovery or a
+ * tool call.
+ */
+
+/** A map from event name to payload type. */
+export type EventMap = object;
+
+/** Typed subscribe / emit over an {@link EventMap}. */
+export class TypedEmitter<Events extends EventMap> {
+  private readonly listeners = new Map<keyof Events, Set<(payload: never) => void>>();
+
+  constructor(private readonly onListenerError: (error: unknown, event: keyof Events) => void = () => undefined) {}
+
+  /** Subscribes; returns a function that unsubscribes. */
+  on<Name extends keyof Events>(event: Name, listener: (payload: Events[Name]) => void): () => void {
+    let set = this.listeners.get(event);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(event, set);
+    }
+    set.add(listener as (payload: never) => void);
+    return () => this.off(event, listener);
+  }
+
+  /** Unsubscribes a listener. */
+  off<Name extends keyof Events>(event: Name, listener: (payload: Events[Name]) => void): void {
+    this.listeners.get(event)?.delete(listener as (payload: never) => void);
+  }
+
+  /** Calls every listener of `event` synchronously. */
+  emit<Name extends keyof Events>(event: Name, payload: Events[Name]): void {
+    const set = this.listeners.get(event);
+    if (!set || set.size === 0) return;
+    for (const listener of [...set]) {
+      try {
+        (listener as (payload: Events[Name]) => void)(payload);
+      } catch (error) {
+        this.onListenerError(error, event);
+      }
+    }
+  }
+
+  /** Emits in a microtask, so a caller that just created something can subscribe first. */
+  emitSoon<Name extends keyof Events>(event: Name, payload: Events[Name]): void {
+    queueMicrotask(() => this.emit(event, payload));
+  }
+
+  /** Number of listeners of an event. */
+  listenerCount(event: keyof Events): number {
+    return this.listeners.get(event)?.size ?? 0;
+  }
+}
