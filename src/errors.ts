@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'BREAKER_OPEN'
   | 'RECONNECTING'
   | 'SERVER_PARKED'
+  | 'SERVER_UNREACHABLE'
   | 'CALL_TIMEOUT'
   | 'AUTH_REQUIRED'
   | 'UNKNOWN_SERVER'
@@ -35,6 +36,7 @@ const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'BREAKER_OPEN',
   'RECONNECTING',
   'SERVER_PARKED',
+  'SERVER_UNREACHABLE',
   'CALL_TIMEOUT',
   'RELOAD_ABORTED',
   'RETRY_REFUSED',

@@ -7,6 +7,11 @@
 /** A map from event name to payload type. */
 export type EventMap = object;
 
+/** Anything events can be emitted into (a {@link TypedEmitter} of a wider event map qualifies). */
+export interface EventSink<Events extends EventMap> {
+  emit<Name extends keyof Events>(event: Name, payload: Events[Name]): void;
+}
+
 /** Typed subscribe / emit over an {@link EventMap}. */
 export class TypedEmitter<Events extends EventMap> {
   private readonly listeners = new Map<keyof Events, Set<(payload: never) => void>>();

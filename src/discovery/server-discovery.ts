@@ -52,7 +52,8 @@ const MAX_PAGES = 1000;
 
 type Page<T> = { items: T[]; nextCursor?: string | undefined };
 
-async function listAllPages<T>(what: string, fetchPage: (cursor: string | undefined) => Promise<Page<T>>): Promise<T[]> {
+/** Collects every page of a paginated MCP list. */
+export async function listAllPages<T>(what: string, fetchPage: (cursor: string | undefined) => Promise<Page<T>>): Promise<T[]> {
   const items: T[] = [];
   const seen = new Set<string>();
   let cursor: string | undefined;

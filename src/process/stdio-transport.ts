@@ -54,6 +54,8 @@ export interface StdioServerParameters {
 export interface StdioTransportHooks {
   /** Right after a successful spawn, before any await. */
   onSpawn?(pid: number): void;
+  /** The moment the group leader exits, before pending requests are failed. */
+  onLeaderExit?(pid: number, exit: ExitInfo): void;
   /** When the group leader has exited and the rest of its group has been killed and is gone. */
   onExit?(pid: number, exit: ExitInfo): void;
 }
@@ -167,9 +169,10 @@ export class ProcessGroupStdioTransport implements Transport {
 
   private handleExit(exit: ExitInfo): void {
     this.exitInfo = exit;
+    const pid = this.child?.pid;
+    if (pid !== undefined) this.hooks.onLeaderExit?.(pid, exit);
     // Fail pending requests at once: a dead server must never look like a slow one.
     this.notifyClosed();
-    const pid = this.child?.pid;
     void this.reapGroup(pid).then(() => {
       if (pid !== undefined) this.hooks.onExit?.(pid, exit);
       this.groupReaped = true;

@@ -1,0 +1,273 @@
+/**
+ * `createHost`: the public entry point. Validates every option and listed profile up front (a bad
+ * config throws INVALID_CONFIG and nothing is created), then wires the parts: the canonical
+ * profile key on every path, the readiness registry, discovery bodies in the piscina pool, and the
+ * session layer for tool calls.
+ */
+import { statSync } from 'node:fs';
+import path from 'node:path';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { type Clock, systemClock } from './clock.js';
+import { type Environment } from './config/expand.js';
+import { loadProfileFile } from './config/load.js';
+import { parseProfileConfig } from './config/parse.js';
+import { canonicalProfileKey, isPathLikeRef, type ProfileKeyOptions } from './config/profile-key.js';
+import type { ProfileConfig, ServerConfig } from './config/types.js';
+import { DiscoveryCoordinator, type DiscoveryOptions, type DiscoveryStats } from './discovery/coordinator.js';
+import { McpSupervisorError } from './errors.js';
+import { TypedEmitter } from './events.js';
+import type { DiscoveryDriver } from './readiness/driver.js';
+import { type ReadinessEvents, ReadinessRegistry, type ReloadResult } from './readiness/registry.js';
+import { createTurn, withErrorsAsResults } from './readiness/turn.js';
+import type { CallOptions, ReadinessView, Turn, WaitOptions } from './readiness/types.js';
+import { SessionManager } from './sessions/manager.js';
+import type { SessionOptions, SupervisorEvents, SupervisorStats } from './sessions/supervisor.js';
+import type { BreakerOptions } from './sessions/breaker.js';
+
+/** Discovery and readiness tuning. */
+export interface HostDiscoveryOptions extends DiscoveryOptions {
+  /** A generation that has not settled after this long is retired and settled (ms). Default 120 000. */
+  readinessCapMs?: number;
+  /** First cooldown before a failed server is re-discovered (ms), doubling per failure. Default 30 000. */
+  retryCooldownMs?: number;
+  /** Cap of that cooldown (ms). Default 600 000. */
+  maxRetryCooldownMs?: number;
+}
+
+/** Options of {@link createHost}. */
+export interface HostOptions {
+  /** Profiles by name or path, each a config document in any supported format. */
+  profiles?: Record<string, unknown>;
+  /** What `''`/`undefined` mean. Default `'default'`. */
+  defaultProfile?: string;
+  /**
+   * Loads a profile that is not listed (called with its canonical key). Return a config document
+   * (any supported format) or `undefined` for "no such profile". Without it, path-like refs are
+   * read from disk (a directory means its `.mcp.json`).
+   */
+  loadProfile?: (key: string, signal: AbortSignal) => Promise<unknown>;
+  discovery?: HostDiscoveryOptions;
+  sessions?: Partial<Omit<SessionOptions, 'breaker' | 'connectTimeoutMs' | 'authProvider'>> & {
+    /** OAuth provider for HTTP servers (SDK `OAuthClientProvider`). */
+    authProvider?: (server: ServerConfig) => OAuthClientProvider | undefined;
+  };
+  breaker?: Partial<BreakerOptions>;
+  /** Variables for `${VAR}` expansion. Default `process.env`. */
+  env?: Environment;
+  /** Directory relative profile paths resolve against. Default `process.cwd()`. */
+  cwd?: string;
+  /** Time seam (tests). */
+  clock?: Clock;
+  /** Randomness for backoff jitter (tests). */
+  random?: () => number;
+  /** Replaces discovery (tests of pure coordination logic only). */
+  discoveryDriver?: DiscoveryDriver;
+}
+
+/** Every event a host emits, with its payload. */
+export type HostEvents = ReadinessEvents & SupervisorEvents;
+
+/** The host's statistics. */
+export interface HostStats {
+  profiles: number;
+  discovery: DiscoveryStats;
+  sessions: SupervisorStats[];
+}
+
+/** A running host. */
+export interface Host {
+  /** Kicks off background discovery of every listed profile. */
+  start(): void;
+  /** A profile's readiness now. Never blocks. */
+  status(ref?: string): ReadinessView;
+  /** Waits (bounded) for a profile to settle. */
+  ready(ref?: string, options?: WaitOptions): Promise<ReadinessView>;
+  /** Waits (bounded) for a profile and returns a frozen snapshot of its tools. */
+  beginTurn(ref?: string, options?: WaitOptions): Promise<Turn>;
+  /** Calls a tool without a turn. */
+  callTool(ref: string | undefined, server: string, tool: string, args?: Record<string, unknown>, options?: CallOptions): Promise<CallToolResult>;
+  /** Re-discovers a profile now (after quiescing the running discovery). */
+  retry(ref?: string, options?: WaitOptions): Promise<ReadinessView>;
+  /** Re-reads configs and restarts discovery of one or every profile; `profiles` replaces listed ones. */
+  reload(ref?: string, options?: { profiles?: Record<string, unknown> }): Promise<ReloadResult>;
+  stats(): HostStats;
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on<Name extends keyof HostEvents>(event: Name, listener: (payload: HostEvents[Name]) => void): () => void;
+  /** The canonical key of a profile reference. */
+  profileKey(ref?: string): string;
+  /** Ends every worker, process and session. Idempotent. */
+  close(): Promise<void>;
+}
+
+function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0) || !Number.isInteger(value)) {
+    throw new McpSupervisorError('INVALID_CONFIG', `Expected \`${name}\` to be a ${allowZero ? 'non-negative' : 'positive'} integer, got \`${String(value)}\` (${typeof value})`);
+  }
+  return value;
+}
+
+function resolveSessionOptions(options: HostOptions, connectTimeoutMs: number): SessionOptions {
+  const sessions = options.sessions ?? {};
+  const replay = sessions.replay ?? 'idempotent';
+  if (!['idempotent', 'always', 'never'].includes(replay)) {
+    throw new McpSupervisorError('INVALID_CONFIG', `Expected \`sessions.replay\` to be one of "idempotent", "always", "never", got \`${String(replay)}\``);
+  }
+  return {
+    respawnWaitMs: positive('sessions.respawnWaitMs', sessions.respawnWaitMs, 15_000),
+    reconnectBudget: positive('sessions.reconnectBudget', sessions.reconnectBudget, 5),
+    backoffBaseMs: positive('sessions.backoffBaseMs', sessions.backoffBaseMs, 250),
+    backoffMaxMs: positive('sessions.backoffMaxMs', sessions.backoffMaxMs, 30_000),
+    parkProbeIntervalMs: positive('sessions.parkProbeIntervalMs', sessions.parkProbeIntervalMs, 60_000),
+    replay,
+    maxConcurrentCalls: positive('sessions.maxConcurrentCalls', sessions.maxConcurrentCalls, 8),
+    callTimeoutMs: positive('sessions.callTimeoutMs', sessions.callTimeoutMs, 60_000),
+    connectTimeoutMs,
+    eager: sessions.eager ?? false,
+    countToolErrors: sessions.countToolErrors ?? false,
+    listChangedDebounceMs: positive('sessions.listChangedDebounceMs', sessions.listChangedDebounceMs, 200, true),
+    breaker: {
+      failureThreshold: positive('breaker.failureThreshold', options.breaker?.failureThreshold, 5),
+      cooldownMs: positive('breaker.cooldownMs', options.breaker?.cooldownMs, 30_000),
+    },
+    ...(sessions.authProvider ? { authProvider: sessions.authProvider } : {}),
+  };
+}
+
+/** Parses every listed profile (all or nothing), keyed by canonical key. */
+function parseListedProfiles(profiles: Record<string, unknown>, keyOptions: ProfileKeyOptions, env: Environment): Map<string, ProfileConfig> {
+  const parsed = new Map<string, ProfileConfig>();
+  for (const [ref, document] of Object.entries(profiles)) {
+    const key = canonicalProfileKey(ref, keyOptions);
+    if (parsed.has(key)) {
+      throw new McpSupervisorError('INVALID_CONFIG', `Invalid config: profile "${ref}" is listed twice (both spellings mean "${key}")`, { profile: key });
+    }
+    parsed.set(key, parseProfileConfig(document, { profile: ref, env }));
+  }
+  return parsed;
+}
+
+/** Where a path-like profile key's config lives: the file, or a directory's `.mcp.json`. */
+function configFileFor(key: string): string {
+  try {
+    if (statSync(key).isDirectory()) return path.join(key, '.mcp.json');
+  } catch {
+    // Not there (yet): reading it reports the error with the file name.
+  }
+  return key;
+}
+
+/**
+ * Creates a host. Validates options and listed profiles synchronously.
+ * @throws McpSupervisorError `INVALID_CONFIG` naming the option, or the profile, server and field
+ */
+export function createHost(options: HostOptions = {}): Host {
+  const env = options.env ?? process.env;
+  const clock = options.clock ?? systemClock;
+  const keyOptions: ProfileKeyOptions = {
+    ...(options.defaultProfile === undefined ? {} : { defaultProfile: options.defaultProfile }),
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+  };
+  let listed = parseListedProfiles(options.profiles ?? {}, keyOptions, env);
+  const discoveryOptions = options.discovery ?? {};
+  const readinessCapMs = positive('discovery.readinessCapMs', discoveryOptions.readinessCapMs, 120_000);
+  const retryCooldownMs = positive('discovery.retryCooldownMs', discoveryOptions.retryCooldownMs, 30_000);
+  const maxRetryCooldownMs = positive('discovery.maxRetryCooldownMs', discoveryOptions.maxRetryCooldownMs, 600_000);
+  const coordinatorOptions: DiscoveryOptions = { ...discoveryOptions };
+  const driver = options.discoveryDriver ?? new DiscoveryCoordinator(coordinatorOptions);
+  const connectTimeoutMs = driver instanceof DiscoveryCoordinator ? driver.options.connectTimeoutMs : positive('discovery.connectTimeoutMs', discoveryOptions.connectTimeoutMs, 15_000);
+  const sessionOptions = resolveSessionOptions(options, connectTimeoutMs);
+  const events = new TypedEmitter<HostEvents>();
+
+  const loadConfig = async (key: string, signal: AbortSignal): Promise<ProfileConfig | undefined> => {
+    const known = listed.get(key);
+    if (known) return known;
+    if (options.loadProfile) {
+      const document = await options.loadProfile(key, signal);
+      return document === undefined ? undefined : parseProfileConfig(document, { profile: key, env });
+    }
+    if (isPathLikeRef(key)) return loadProfileFile(configFileFor(key), { profile: key, env });
+    return undefined;
+  };
+
+  // The registry needs the session layer and the session layer reports tool-list changes to the
+  // registry: the late-bound reference below breaks that cycle.
+  let registry: ReadinessRegistry | undefined;
+  const sessions = new SessionManager(
+    sessionOptions,
+    clock,
+    events,
+    (key, server, tools) => registry?.replaceServerTools(key, server, tools),
+    options.random,
+  );
+  registry = new ReadinessRegistry(driver, sessions, loadConfig, clock, { readinessCapMs, retryCooldownMs, maxRetryCooldownMs }, events);
+  const readiness = registry;
+  let closed = false;
+
+  const keyOf = (ref?: string): string => canonicalProfileKey(ref, keyOptions);
+
+  const host: Host = {
+    start(): void {
+      for (const key of listed.keys()) readiness.kick(key);
+    },
+    status(ref?: string): ReadinessView {
+      return readiness.status(keyOf(ref));
+    },
+    async ready(ref?: string, waitOptions: WaitOptions = {}): Promise<ReadinessView> {
+      return (await readiness.wait(keyOf(ref), waitOptions)).view;
+    },
+    async beginTurn(ref?: string, waitOptions: WaitOptions = {}): Promise<Turn> {
+      const key = keyOf(ref);
+      const { view, catalog } = await readiness.wait(key, waitOptions);
+      return createTurn(view, catalog, readiness.configOf(key), sessions);
+    },
+    callTool(ref, serverName, tool, args = {}, callOptions = {}): Promise<CallToolResult> {
+      return withErrorsAsResults(callOptions, async () => {
+        const key = keyOf(ref);
+        const { view, catalog } = await readiness.wait(key, callOptions.signal ? { signal: callOptions.signal } : {});
+        const server = readiness.configOf(key)?.servers[serverName];
+        if (!server) {
+          throw new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${serverName}" is not configured in profile "${key}".`, { profile: key, server: serverName, retryable: false });
+        }
+        const route = [...catalog.routes.values()].find((candidate) => candidate.server === serverName && candidate.tool === tool);
+        if (!route && view.servers[serverName]?.status === 'ready') {
+          throw new McpSupervisorError('UNKNOWN_TOOL', `The MCP server "${serverName}" has no tool "${tool}".`, { profile: key, server: serverName, retryable: false });
+        }
+        return sessions.callTool({ key, server, route: route ?? { server: serverName, tool }, args, options: callOptions });
+      });
+    },
+    retry(ref?: string, waitOptions: WaitOptions = {}): Promise<ReadinessView> {
+      return readiness.retry(keyOf(ref), waitOptions);
+    },
+    async reload(ref?: string, reloadOptions: { profiles?: Record<string, unknown> } = {}): Promise<ReloadResult> {
+      let replaced: Map<string, ProfileConfig> | undefined;
+      if (reloadOptions.profiles) replaced = parseListedProfiles(reloadOptions.profiles, keyOptions, env);
+      const keys = ref === undefined ? [...new Set([...readiness.keys(), ...listed.keys(), ...(replaced?.keys() ?? [])])] : [keyOf(ref)];
+      const previous = listed;
+      if (replaced) listed = replaced;
+      try {
+        return await readiness.reload(keys);
+      } catch (error) {
+        // A failed reload leaves the listed profiles as they were: nothing half-applied.
+        listed = previous;
+        throw error;
+      }
+    },
+    stats(): HostStats {
+      return { profiles: readiness.keys().length, discovery: driver.stats(), sessions: sessions.stats() };
+    },
+    on(event, listener) {
+      return events.on(event, listener);
+    },
+    profileKey(ref?: string): string {
+      return keyOf(ref);
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await readiness.close();
+    },
+  };
+  return host;
+}

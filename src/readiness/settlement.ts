@@ -1,0 +1,166 @@
+/**
+ * Pure construction of what readiness hands out: the frozen {@link ReadinessView} of a profile and
+ * the frozen list of {@link TurnTool}s a turn offers. Computed once per settlement (not per turn),
+ * so `beginTurn` on a ready profile only wraps an already-frozen array.
+ */
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ProfileConfig } from '../config/types.js';
+import type { SerializedError } from '../errors.js';
+import type { ServerOutcome } from '../discovery/types.js';
+import { assignToolNames } from './tool-names.js';
+import type { ReadinessStatus, ReadinessView, ServerView, TurnTool } from './types.js';
+
+/** Failure bookkeeping of one server across generations. */
+export interface FailureRecord {
+  /** Consecutive failed discoveries. */
+  streak: number;
+  /** When a re-discovery is due. */
+  retryAt: number;
+}
+
+/** Where a model-facing tool name leads. */
+export interface ToolRoute {
+  readonly server: string;
+  readonly tool: string;
+  readonly annotations?: Tool['annotations'];
+}
+
+/** Everything a turn needs, frozen once per settlement. */
+export interface TurnCatalog {
+  readonly tools: readonly TurnTool[];
+  readonly routes: ReadonlyMap<string, ToolRoute>;
+}
+
+/** Recursively freezes plain data (tool schemas arrive as fresh structured clones, owned by us). */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
+/** The servers of a profile that discovery should look at. */
+export function enabledServers(config: ProfileConfig | undefined): string[] {
+  if (!config) return [];
+  return Object.values(config.servers)
+    .filter((server) => !server.disabled)
+    .map((server) => server.name);
+}
+
+/** Overall status from per-server outcomes. An empty profile is ready (it simply has no tools). */
+export function statusOf(config: ProfileConfig | undefined, outcomes: ReadonlyMap<string, ServerOutcome>, error?: SerializedError): ReadinessStatus {
+  if (error) return 'failed';
+  let ready = 0;
+  let failed = 0;
+  let pending = 0;
+  for (const name of enabledServers(config)) {
+    const status = outcomes.get(name)?.status ?? 'pending';
+    if (status === 'ready') ready++;
+    else if (status === 'failed') failed++;
+    else if (status === 'pending') pending++;
+  }
+  if (pending > 0) return 'pending';
+  if (failed === 0) return 'ready';
+  return ready === 0 ? 'failed' : 'degraded';
+}
+
+function serverView(outcome: ServerOutcome | undefined, failure: FailureRecord | undefined): ServerView {
+  if (!outcome || outcome.status === 'pending') return { status: 'pending' };
+  if (outcome.status === 'disabled') return { status: 'disabled' };
+  if (outcome.status === 'ready') {
+    const view: ServerView = {
+      status: 'ready',
+      tools: outcome.tools.length,
+      prompts: outcome.prompts.length,
+      resources: outcome.resources.length,
+      timings: outcome.timings,
+    };
+    if (outcome.serverInfo) view.serverInfo = outcome.serverInfo;
+    return view;
+  }
+  const view: ServerView = {
+    status: 'failed',
+    kind: outcome.failure.kind,
+    message: outcome.failure.message,
+    timings: outcome.timings,
+    consecutiveFailures: failure?.streak ?? 1,
+  };
+  if (outcome.failure.exitCode !== undefined) view.exitCode = outcome.failure.exitCode;
+  if (outcome.failure.signal !== undefined) view.signal = outcome.failure.signal;
+  if (outcome.failure.stderrTail !== undefined) view.stderrTail = outcome.failure.stderrTail;
+  if (failure) view.retryAt = failure.retryAt;
+  return view;
+}
+
+/** Inputs of {@link buildView}. */
+export interface ViewInput {
+  key: string;
+  generation: number;
+  config: ProfileConfig | undefined;
+  outcomes: ReadonlyMap<string, ServerOutcome>;
+  failures: ReadonlyMap<string, FailureRecord>;
+  settledAt?: number;
+  refreshAt?: number;
+  waitTimedOut?: boolean;
+  error?: SerializedError;
+  /** Overrides the computed status (a not-yet-loaded profile is `pending` or `idle`). */
+  status?: ReadinessStatus;
+}
+
+/** A deeply frozen view of a profile. */
+export function buildView(input: ViewInput): ReadinessView {
+  const servers: Record<string, ServerView> = {};
+  const pending: string[] = [];
+  const failed: string[] = [];
+  for (const server of Object.values(input.config?.servers ?? {})) {
+    const outcome = server.disabled ? ({ status: 'disabled', server: server.name } as const) : input.outcomes.get(server.name);
+    const view = serverView(outcome, input.failures.get(server.name));
+    servers[server.name] = view;
+    if (view.status === 'pending') pending.push(server.name);
+    if (view.status === 'failed') failed.push(server.name);
+  }
+  const view: {
+    -readonly [K in keyof ReadinessView]: ReadinessView[K];
+  } = {
+    key: input.key,
+    generation: input.generation,
+    status: input.status ?? statusOf(input.config, input.outcomes, input.error),
+    servers,
+    pending,
+    failed,
+  };
+  if (input.settledAt !== undefined) view.settledAt = input.settledAt;
+  if (input.refreshAt !== undefined) view.refreshAt = input.refreshAt;
+  if (input.waitTimedOut) view.waitTimedOut = true;
+  if (input.error) view.error = input.error;
+  return deepFreeze(view);
+}
+
+/** The frozen tool catalog of the ready servers, in config order then tool order. */
+export function buildCatalog(config: ProfileConfig | undefined, outcomes: ReadonlyMap<string, ServerOutcome>, exclude?: (server: string) => boolean): TurnCatalog {
+  const entries: { server: string; tool: Tool }[] = [];
+  for (const name of enabledServers(config)) {
+    const outcome = outcomes.get(name);
+    if (outcome?.status !== 'ready' || exclude?.(name)) continue;
+    for (const tool of outcome.tools) entries.push({ server: name, tool });
+  }
+  const names = assignToolNames(entries.map(({ server, tool }) => ({ server, tool: tool.name })));
+  const routes = new Map<string, ToolRoute>();
+  const tools = entries.map(({ server, tool }, index) => {
+    const name = names[index]!;
+    const turnTool: TurnTool = {
+      name,
+      server,
+      tool: tool.name,
+      inputSchema: tool.inputSchema,
+      ...(tool.title === undefined ? {} : { title: tool.title }),
+      ...(tool.description === undefined ? {} : { description: tool.description }),
+      ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+      ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+    };
+    routes.set(name, { server, tool: tool.name, ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }) });
+    return turnTool;
+  });
+  return { tools: deepFreeze(tools), routes };
+}

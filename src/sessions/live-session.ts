@@ -1,0 +1,181 @@
+/**
+ * One live MCP session on the main thread: an SDK `Client` over a process-group stdio transport,
+ * Streamable HTTP (optionally resuming the session discovery created) or legacy SSE.
+ *
+ * Death is observed, never polled: a stdio session dies when its leader's `exit` fires; an HTTP
+ * session is declared dead by the supervisor when the server forgets it (404) or stops answering.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { HttpServerConfig, ServerConfig } from '../config/types.js';
+import type { ResumableSession } from '../discovery/types.js';
+import { CLIENT_INFO } from '../discovery/server-discovery.js';
+import { type ExitInfo, ProcessGroupStdioTransport } from '../process/stdio-transport.js';
+
+/** A failed open, with what the stdio process said on its way out (for honest classification). */
+export class SessionOpenError extends Error {
+  override readonly name = 'SessionOpenError';
+  constructor(
+    override readonly cause: unknown,
+    readonly exit: ExitInfo | undefined,
+    readonly stderrTail: string,
+  ) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
+}
+
+/** How to open a session. */
+export interface OpenOptions {
+  /** Monotonic id the supervisor assigns. */
+  id: number;
+  /** Bounds `initialize` (ms). */
+  connectTimeoutMs: number;
+  signal?: AbortSignal;
+  /** An HTTP session created by discovery, to resume instead of initialising again. */
+  resume?: ResumableSession;
+  /** OAuth for HTTP servers. */
+  authProvider?: OAuthClientProvider;
+  /** The leader's pid, synchronously after spawn. */
+  onSpawn?(pid: number): void;
+  /** The session died (stdio leader exited). Not called for a deliberate close. */
+  onDeath(session: LiveSession, exit: ExitInfo | undefined): void;
+  /** The server sent `notifications/tools/list_changed`. */
+  onToolsChanged(session: LiveSession): void;
+}
+
+function httpTransport(server: HttpServerConfig, options: OpenOptions): Transport {
+  const requestInit: RequestInit = { headers: { ...server.headers } };
+  const url = new URL(server.url);
+  const auth = options.authProvider ? { authProvider: options.authProvider } : {};
+  if (server.transport === 'sse') return new SSEClientTransport(url, { requestInit, ...auth });
+  const transport = new StreamableHTTPClientTransport(url, {
+    requestInit,
+    ...auth,
+    ...(options.resume ? { sessionId: options.resume.sessionId } : {}),
+  });
+  if (options.resume) transport.setProtocolVersion(options.resume.protocolVersion);
+  return transport;
+}
+
+/** A connected session. */
+export class LiveSession {
+  /** False once the session died or was closed. */
+  alive = true;
+  /** How the stdio leader exited, once it has. */
+  exit: ExitInfo | undefined;
+  private deliberatelyClosed = false;
+
+  private constructor(
+    readonly id: number,
+    readonly server: ServerConfig,
+    readonly client: Client,
+    readonly transport: Transport,
+    /** True when this session resumed discovery's HTTP session (no `initialize` was sent). */
+    readonly resumed: boolean,
+  ) {}
+
+  /** The stdio leader's pid. */
+  get pid(): number | undefined {
+    return this.transport instanceof ProcessGroupStdioTransport ? this.transport.pid : undefined;
+  }
+
+  /** The stdio server's recent stderr. */
+  stderrTail(): string {
+    return this.transport instanceof ProcessGroupStdioTransport ? this.transport.stderrTail().trim() : '';
+  }
+
+  /**
+   * Connects (spawning the process for stdio). Rejects with a {@link SessionOpenError} wrapping
+   * the transport's error. A half-opened transport is torn down before rejecting.
+   */
+  static async open(server: ServerConfig, options: OpenOptions): Promise<LiveSession> {
+    let session: LiveSession | undefined;
+    const transport: Transport =
+      server.transport === 'stdio'
+        ? new ProcessGroupStdioTransport(
+            { command: server.command, args: server.args, env: server.env, ...(server.cwd === undefined ? {} : { cwd: server.cwd }) },
+            {
+              ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
+              onLeaderExit: (_pid, exit) => {
+                if (session) session.markDead(exit, options);
+              },
+            },
+          )
+        : httpTransport(server, options);
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    // Transport noise (EPIPE after a death, SSE stream reconnects) is reported here; outcomes are
+    // decided by request results and exit status instead.
+    client.onerror = () => undefined;
+    session = new LiveSession(options.id, server, client, transport, options.resume !== undefined);
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      if (session?.alive) options.onToolsChanged(session);
+    });
+    try {
+      await client.connect(transport, {
+        timeout: options.connectTimeoutMs,
+        maxTotalTimeout: options.connectTimeoutMs,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } catch (error) {
+      session.alive = false;
+      session.deliberatelyClosed = true;
+      if (transport instanceof ProcessGroupStdioTransport) {
+        // A death racing the error must read as an exit: give the exit event a moment to land.
+        if (!transport.exit && transport.pid !== undefined) {
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([transport.exited(), new Promise<void>((resolve) => (timer = setTimeout(resolve, 150)))]);
+          clearTimeout(timer);
+        }
+        const exit = transport.exit;
+        await transport.kill();
+        throw new SessionOpenError(error, exit, transport.stderrTail().trim());
+      }
+      await transport.close().catch(() => undefined);
+      throw new SessionOpenError(error, undefined, '');
+    }
+    if (transport instanceof ProcessGroupStdioTransport && transport.exit) {
+      session.markDead(transport.exit, options);
+    }
+    return session;
+  }
+
+  private markDead(exit: ExitInfo | undefined, options: OpenOptions): void {
+    if (!this.alive && this.exit) return;
+    this.exit = exit;
+    const wasAlive = this.alive;
+    this.alive = false;
+    if (wasAlive && !this.deliberatelyClosed) options.onDeath(this, exit);
+  }
+
+  /** Marks an HTTP session dead (the server forgot it or is gone). */
+  abandon(): void {
+    this.alive = false;
+  }
+
+  /** Closes the session: the stdio kill ladder (stdin → SIGTERM → SIGKILL to the group), or the HTTP transport. */
+  async close(): Promise<void> {
+    this.deliberatelyClosed = true;
+    this.alive = false;
+    if (this.transport instanceof ProcessGroupStdioTransport) {
+      await this.transport.close({ stdinGraceMs: 1000, termGraceMs: 1000 });
+      return;
+    }
+    if (this.transport instanceof StreamableHTTPClientTransport && this.transport.sessionId) {
+      // Tell the server it can drop the session; a server that is gone is fine too.
+      await this.transport.terminateSession().catch(() => undefined);
+    }
+    await this.client.close().catch(() => undefined);
+  }
+
+  /** Ends the session at once (stdio: SIGKILL to the group). */
+  async kill(): Promise<void> {
+    this.deliberatelyClosed = true;
+    this.alive = false;
+    if (this.transport instanceof ProcessGroupStdioTransport) await this.transport.kill();
+    else await this.transport.close().catch(() => undefined);
+  }
+}

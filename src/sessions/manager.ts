@@ -1,0 +1,160 @@
+/**
+ * The session layer: one {@link ServerSupervisor} per (profile key, server), or one per server
+ * fingerprint shared by every profile whose server opts into `share: true`. It routes calls,
+ * tells readiness which servers are parked (their tools leave new turns), adopts the HTTP
+ * sessions discovery created, and shuts sessions down on reload and close.
+ */
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ProfileConfig, ServerConfig } from '../config/types.js';
+import { serverFingerprint } from '../config/fingerprint.js';
+import type { Clock } from '../clock.js';
+import { McpSupervisorError, describeError } from '../errors.js';
+import type { ServerOutcome } from '../discovery/types.js';
+import type { EventSink } from '../events.js';
+import type { SessionLayer, ToolCallRequest } from '../readiness/driver.js';
+import { type SessionOptions, type SupervisorEvents, type SupervisorStats, ServerSupervisor } from './supervisor.js';
+
+interface Slot {
+  supervisor: ServerSupervisor;
+  fingerprint: string;
+  /** Profiles using it (one unless shared). */
+  keys: Set<string>;
+}
+
+/** Where `tools/list_changed` refreshes go (readiness, for the next turn). */
+export type ToolsChangedSink = (key: string, server: string, tools: Tool[]) => void;
+
+/** Supervisors of every profile's servers. */
+export class SessionManager implements SessionLayer {
+  private readonly slots = new Map<string, Slot>();
+  private version = 0;
+  private closed = false;
+
+  constructor(
+    private readonly options: SessionOptions,
+    private readonly clock: Clock,
+    private readonly events: EventSink<SupervisorEvents>,
+    private readonly toolsChanged: ToolsChangedSink,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  private slotId(key: string, server: ServerConfig, fingerprint: string): string {
+    return server.share ? `shared\0${fingerprint}\0${server.name}` : `${key}\0${server.name}`;
+  }
+
+  /** The supervisor for a profile's server, created on first use. */
+  supervisorFor(key: string, server: ServerConfig): ServerSupervisor {
+    if (this.closed) throw new McpSupervisorError('HOST_CLOSED', 'the host is closed', { profile: key, server: server.name });
+    const fingerprint = serverFingerprint(server);
+    const id = this.slotId(key, server, fingerprint);
+    let slot = this.slots.get(id);
+    if (slot && slot.fingerprint !== fingerprint) {
+      // The config changed under the same name without a reload: never reuse a stale session.
+      const stale = slot;
+      this.slots.delete(id);
+      void stale.supervisor.close();
+      slot = undefined;
+    }
+    if (!slot) {
+      const keys = new Set<string>();
+      const created: Slot = {
+        fingerprint,
+        keys,
+        supervisor: new ServerSupervisor(server, {
+          clock: this.clock,
+          options: this.options,
+          random: this.random,
+          profiles: () => [...keys],
+          emit: (event, payload) => this.events.emit(event, payload),
+          exclusionChanged: () => {
+            this.version++;
+          },
+          toolsChanged: (tools) => {
+            for (const profile of keys) this.toolsChanged(profile, server.name, tools);
+          },
+        }),
+      };
+      slot = created;
+      this.slots.set(id, slot);
+    }
+    slot.keys.add(key);
+    return slot.supervisor;
+  }
+
+  private find(key: string, server: string): ServerSupervisor | undefined {
+    const own = this.slots.get(`${key}\0${server}`);
+    if (own) return own.supervisor;
+    for (const [id, slot] of this.slots) {
+      if (id.startsWith('shared\0') && id.endsWith(`\0${server}`) && slot.keys.has(key)) return slot.supervisor;
+    }
+    return undefined;
+  }
+
+  /** Routes a call to its supervisor. */
+  callTool(request: ToolCallRequest): Promise<CallToolResult> {
+    return this.supervisorFor(request.key, request.server).call(request.route, request.args, request.options);
+  }
+
+  /** Parked servers leave new turns. */
+  isExcluded(key: string, server: string): boolean {
+    return this.find(key, server)?.parked ?? false;
+  }
+
+  /** Changes whenever a server is parked or revived. */
+  exclusionVersion(): number {
+    return this.version;
+  }
+
+  /** After discovery: adopt resumable HTTP sessions; warm up eagerly if configured. */
+  published(key: string, config: ProfileConfig, outcomes: ReadonlyMap<string, ServerOutcome>): void {
+    if (this.closed) return;
+    for (const outcome of outcomes.values()) {
+      if (outcome.status !== 'ready') continue;
+      const server = config.servers[outcome.server];
+      if (!server) continue;
+      const needed = outcome.session !== undefined || this.options.eager;
+      if (!needed) continue;
+      const supervisor = this.supervisorFor(key, server);
+      if (outcome.session) supervisor.offerResumable(outcome.session);
+      if (this.options.eager) supervisor.requestConnect('warm-up');
+    }
+  }
+
+  /** Signals every parked server of a profile to revive now (retry). */
+  revive(key: string): void {
+    for (const slot of this.slots.values()) {
+      if (slot.keys.has(key) && slot.supervisor.parked) slot.supervisor.requestConnect('signal');
+    }
+  }
+
+  /**
+   * Ends the sessions a profile uses (shared ones only when no other profile uses them). Every
+   * supervisor is closed even if one throws; the first error is rethrown afterwards.
+   */
+  async shutdownProfile(key: string, reason: string): Promise<void> {
+    const closing: Promise<void>[] = [];
+    for (const [id, slot] of this.slots) {
+      if (!slot.keys.delete(key)) continue;
+      if (slot.keys.size > 0) continue;
+      this.slots.delete(id);
+      closing.push(slot.supervisor.close());
+    }
+    const results = await Promise.allSettled(closing);
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed) throw new McpSupervisorError('RELOAD_ABORTED', `closing sessions of "${key}" (${reason}) failed: ${describeError(failed.reason)}`, { profile: key });
+  }
+
+  /** Stats of every supervisor. */
+  stats(): SupervisorStats[] {
+    return [...this.slots.values()].map((slot) => slot.supervisor.stats());
+  }
+
+  /** Closes every supervisor (process groups included). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const all = [...this.slots.values()];
+    this.slots.clear();
+    await Promise.allSettled(all.map((slot) => slot.supervisor.close()));
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The errors of supervised tool calls, with the text a model reads. Rules: an exited or
+ * unreachable server is never described as a timeout; a failure after a respawn says "exited
+ * again" and "do NOT retry"; a breaker says when the next probe comes; a call that may have run
+ * says so.
+ */
+import { McpSupervisorError } from '../errors.js';
+import type { ExitInfo } from '../process/stdio-transport.js';
+import type { ServerFailure } from '../discovery/types.js';
+
+/** Who the error is about. */
+export interface CallSubject {
+  server: string;
+  profile: string;
+  tool?: string;
+}
+
+function exitText(exit: ExitInfo | undefined | { code?: number | null; signal?: string | null }): string {
+  if (!exit) return '';
+  if (exit.signal) return ` (killed by ${exit.signal})`;
+  if (exit.code !== undefined && exit.code !== null) return ` (exit code ${exit.code})`;
+  return '';
+}
+
+function stderrText(stderr: string | undefined): string {
+  const tail = stderr?.trim();
+  if (!tail) return '';
+  const lastLines = tail.split('\n').slice(-3).join(' | ');
+  return ` Its last stderr output: ${lastLines.slice(-300)}`;
+}
+
+function seconds(ms: number): string {
+  const value = ms / 1000;
+  return Number.isInteger(value) ? String(value) : value.toFixed(1);
+}
+
+function base(subject: CallSubject, data: Record<string, unknown> = {}): { server: string; profile: string; data: Record<string, unknown> } {
+  return { server: subject.server, profile: subject.profile, data: { ...data, ...(subject.tool ? { tool: subject.tool } : {}) } };
+}
+
+/** The subprocess exited and no fresh session came back in time. */
+export function serverExited(subject: CallSubject, respawnWaitMs: number, exit: ExitInfo | undefined, stderr?: string): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" subprocess exited${exitText(exit)} and no fresh session came back within ${seconds(respawnWaitMs)} s, so the tool was not run.${stderrText(stderr)} You may try again later.`;
+  return new McpSupervisorError('SERVER_EXITED', text, { ...base(subject, { respawnWaitMs, exit }), modelText: text });
+}
+
+/** The server exited again right after its respawn. */
+export function serverExitedAgain(subject: CallSubject, exit: { code?: number | null; signal?: string | null } | undefined, stderr?: string): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" exited again${exitText(exit)} right after it was restarted, so the tool was not run.${stderrText(stderr)} Do NOT retry this tool now; tell the user the "${subject.server}" server is failing.`;
+  return new McpSupervisorError('SERVER_EXITED_AGAIN', text, { ...base(subject, { exit }), modelText: text, retryable: false });
+}
+
+/** The server could not be started or reached (spawn error, refused, HTTP error). */
+export function serverUnavailable(subject: CallSubject, failure: ServerFailure): McpSupervisorError {
+  if (failure.kind === 'auth') return authRequired(subject, failure.httpStatus);
+  if (failure.kind === 'exited') {
+    const text = `The MCP server "${subject.server}" subprocess exited${exitText({ code: failure.exitCode ?? null, signal: failure.signal ?? null })} while starting, so the tool was not run.${stderrText(failure.stderrTail)}`;
+    return new McpSupervisorError('SERVER_EXITED', text, { ...base(subject, { failure }), modelText: text });
+  }
+  const text = `The MCP server "${subject.server}" is unavailable (${failure.kind}: ${failure.message}), so the tool was not run. You may try again later.`;
+  return new McpSupervisorError('SERVER_UNREACHABLE', text, { ...base(subject, { failure }), modelText: text, retryable: true });
+}
+
+/** The server died during a call that cannot be replayed safely. */
+export function outcomeUncertain(subject: CallSubject, exit: ExitInfo | undefined): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" exited${exitText(exit)} while running "${subject.tool}". The tool may or may not have taken effect; it was not repeated automatically because it is not marked read-only or idempotent. Check its effect before calling it again.`;
+  return new McpSupervisorError('OUTCOME_UNCERTAIN', text, { ...base(subject, { exit }), modelText: text, retryable: false });
+}
+
+/** The breaker is open. */
+export function breakerOpen(subject: CallSubject, failures: number, probeAt: number, now: number): McpSupervisorError {
+  const inSeconds = Math.max(0, Math.ceil((probeAt - now) / 1000));
+  const text = `Calls to the MCP server "${subject.server}" are paused after ${failures} consecutive failures; the next probe is allowed at ${new Date(probeAt).toISOString()} (in ${inSeconds} s). The tool was not run.`;
+  return new McpSupervisorError('BREAKER_OPEN', text, { ...base(subject, { probeAt }), modelText: text });
+}
+
+/** A half-open probe found no live session: a reconnect was started instead. */
+export function reconnecting(subject: CallSubject): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" is reconnecting; the tool was not run. Try again in a few seconds.`;
+  return new McpSupervisorError('RECONNECTING', text, { ...base(subject), modelText: text });
+}
+
+/** The server is parked after its reconnect budget was spent. */
+export function serverParked(subject: CallSubject, reason: string, nextProbeAt: number): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" is parked after repeated connection failures (${reason}); it will be probed again at ${new Date(nextProbeAt).toISOString()}. The tool was not run.`;
+  return new McpSupervisorError('SERVER_PARKED', text, { ...base(subject, { nextProbeAt, reason }), modelText: text });
+}
+
+/** A real timeout: the server is alive but did not answer in time. */
+export function callTimeout(subject: CallSubject, timeoutMs: number): McpSupervisorError {
+  const text = `The tool "${subject.tool}" on MCP server "${subject.server}" did not answer within ${timeoutMs} ms (the configured call timeout). It may still complete on the server.`;
+  return new McpSupervisorError('CALL_TIMEOUT', text, { ...base(subject, { timeoutMs }), modelText: text });
+}
+
+/** HTTP 401/403. */
+export function authRequired(subject: CallSubject, status: number | undefined): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" requires authorization${status ? ` (HTTP ${status})` : ''}; the tool was not run.`;
+  return new McpSupervisorError('AUTH_REQUIRED', text, { ...base(subject, { httpStatus: status }), modelText: text, retryable: false });
+}
+
+/** The caller aborted. */
+export function callCancelled(subject: CallSubject): McpSupervisorError {
+  return new McpSupervisorError('CANCELLED', `The call of "${subject.tool}" on MCP server "${subject.server}" was cancelled.`, base(subject));
+}
+
+/** The server answered the call with a JSON-RPC error. */
+export function protocolError(subject: CallSubject, message: string, code?: number): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" rejected the call of "${subject.tool}": ${message}`;
+  return new McpSupervisorError('PROTOCOL_ERROR', text, { ...base(subject, { rpcCode: code }), modelText: text, retryable: false });
+}
+
+/** The host is closed. */
+export function hostClosed(subject: CallSubject): McpSupervisorError {
+  return new McpSupervisorError('HOST_CLOSED', `The host is closed; "${subject.tool}" on "${subject.server}" was not run.`, base(subject));
+}

@@ -1,0 +1,596 @@
+/**
+ * The supervisor of one server's live session on the main thread (DESIGN §5).
+ *
+ * It owns the session, its circuit breaker and its connect loop, and it is the only place that
+ * decides whether a tool call is sent, retried, replayed or refused:
+ *
+ * - connect loop: single-flight, exponential backoff with jitter, a reconnect budget that only a
+ *   *proven* session (a successful call or ping) refills; when the budget is spent it parks, keeps
+ *   probing on a timer and revives at once on a signal. It never exits before `close()`;
+ * - pre-call gate: no live session → one respawn request, wait up to `respawnWaitMs` for a *fresh*
+ *   session, then call once; a respawn that dies at once → SERVER_EXITED_AGAIN;
+ * - mid-call death: respawn; replay once only for read-only/idempotent tools (or `replay: always`),
+ *   otherwise OUTCOME_UNCERTAIN;
+ * - Streamable HTTP 404 (the server forgot the session): the request was not processed, so a new
+ *   session is initialised and the call retried once; 401 → AUTH_REQUIRED;
+ * - an exited or unreachable server is never reported as a timeout.
+ */
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import PQueue from 'p-queue';
+import type { ServerConfig } from '../config/types.js';
+import { type Clock, type TimerHandle, sleepOn } from '../clock.js';
+import { McpSupervisorError, isMcpSupervisorError } from '../errors.js';
+import { classifyFailure, httpStatusOf, networkErrorCode } from '../discovery/classify.js';
+import { listAllPages } from '../discovery/server-discovery.js';
+import type { ResumableSession, ServerFailure } from '../discovery/types.js';
+import type { ToolRoute } from '../readiness/settlement.js';
+import type { CallOptions } from '../readiness/types.js';
+import { backoffDelay } from './backoff.js';
+import { type BreakerOptions, CircuitBreaker } from './breaker.js';
+import { LiveSession, SessionOpenError } from './live-session.js';
+import * as messages from './messages.js';
+
+/** Tuning of supervised sessions. */
+export interface SessionOptions {
+  /** How long a call waits for a fresh session after a respawn request (ms). Default 15 000. */
+  respawnWaitMs: number;
+  /** Connect attempts without a proven session before the supervisor parks. Default 5. */
+  reconnectBudget: number;
+  /** Backoff before the second connect attempt (ms), doubling after. Default 250. */
+  backoffBaseMs: number;
+  /** Backoff cap (ms). Default 30 000. */
+  backoffMaxMs: number;
+  /** Probe period of a parked server (ms). Default 60 000. */
+  parkProbeIntervalMs: number;
+  /** Which calls are replayed after a mid-call death. Default `idempotent`. */
+  replay: 'idempotent' | 'always' | 'never';
+  /** Calls in flight per server. Default 8. */
+  maxConcurrentCalls: number;
+  /** Default call timeout when neither the call nor the server sets one (ms). Default 60 000. */
+  callTimeoutMs: number;
+  /** Bounds `initialize` of a session (ms). Default: `discovery.connectTimeoutMs`. */
+  connectTimeoutMs: number;
+  /** Connect right after discovery publishes instead of on the first call. Default false. */
+  eager: boolean;
+  /** Count tool results with `isError: true` as breaker failures. Default false. */
+  countToolErrors: boolean;
+  /** Debounce of `tools/list_changed` refreshes (ms). Default 200. */
+  listChangedDebounceMs: number;
+  breaker: BreakerOptions;
+  /** OAuth provider for an HTTP server, if the host has one. */
+  authProvider?: (server: ServerConfig) => OAuthClientProvider | undefined;
+}
+
+/** The supervisor's state (cockatiel style: each state carries its own data). */
+export type SupervisorState =
+  | { kind: 'idle' }
+  | { kind: 'connecting'; attempt: number }
+  | { kind: 'ready'; session: LiveSession }
+  | { kind: 'backoff'; attempt: number; retryAt: number }
+  | { kind: 'parked'; reason: string; nextProbeAt: number; since: number }
+  | { kind: 'closed' };
+
+/** Events a supervisor reports. */
+export interface SupervisorEvents {
+  'server:connected': { server: string; profiles: string[]; sessionId: number; pid?: number; resumed: boolean };
+  'server:exited': { server: string; profiles: string[]; code: number | null; signal: string | null };
+  'server:respawned': { server: string; profiles: string[]; pid?: number };
+  'server:parked': { server: string; profiles: string[]; reason: string; nextProbeAt: number };
+  'server:revived': { server: string; profiles: string[] };
+  'breaker:open': { server: string; profiles: string[]; probeAt: number };
+  'breaker:half-open': { server: string; profiles: string[] };
+  'breaker:closed': { server: string; profiles: string[] };
+}
+
+/** What a supervisor needs from its manager. */
+export interface SupervisorContext {
+  clock: Clock;
+  options: SessionOptions;
+  random: () => number;
+  /** Profiles currently using this supervisor (for events and error messages). */
+  profiles(): string[];
+  emit<Name extends keyof SupervisorEvents>(event: Name, payload: SupervisorEvents[Name]): void;
+  /** Parked/revived: turns must be rebuilt. */
+  exclusionChanged(): void;
+  /** The server's tool list changed (after `tools/list_changed`). */
+  toolsChanged(tools: Tool[]): void;
+}
+
+/** Result of waiting for a connect attempt. */
+type AttemptResult = { kind: 'session'; session: LiveSession } | { kind: 'failure'; failure: ServerFailure; exitedAfterSession: boolean } | { kind: 'parked' } | { kind: 'closed' };
+
+/** Counters of one supervisor. */
+export interface SupervisorStats {
+  server: string;
+  profiles: string[];
+  state: SupervisorState['kind'];
+  nextProbeAt?: number;
+  parkReason?: string;
+  connects: number;
+  respawns: number;
+  respawnRequests: number;
+  calls: number;
+  replays: number;
+  reinitialisations: number;
+  breaker: CircuitBreaker['state'];
+  breakerFailures: number;
+  attemptsSinceProven: number;
+  pid?: number;
+}
+
+/** Supervises one server's session and every call to it. */
+export class ServerSupervisor {
+  private state: SupervisorState = { kind: 'idle' };
+  private readonly breaker: CircuitBreaker;
+  private readonly queue: PQueue;
+  private sessionSeq = 0;
+  private everConnected = false;
+  private attemptsSinceProven = 0;
+  private loop: Promise<void> | undefined;
+  private wake = new AbortController();
+  private readonly attemptWaiters = new Set<(result: AttemptResult) => void>();
+  private probeTimer: TimerHandle | undefined;
+  private listChangedTimer: TimerHandle | undefined;
+  private listRefresh: Promise<void> | undefined;
+  private resumable: ResumableSession | undefined;
+  /** Set when parked, so the next session counts as a revival. */
+  private parkedBefore = false;
+  /** How the last session died, and its stderr, for SERVER_EXITED messages. */
+  private lastExit: LiveSession['exit'];
+  private lastStderr: string | undefined;
+  private readonly counters = { connects: 0, respawns: 0, respawnRequests: 0, calls: 0, replays: 0, reinitialisations: 0 };
+
+  constructor(
+    readonly server: ServerConfig,
+    private readonly context: SupervisorContext,
+  ) {
+    this.queue = new PQueue({ concurrency: context.options.maxConcurrentCalls });
+    this.breaker = new CircuitBreaker(context.options.breaker, context.clock, (to, state) => {
+      const payload = { server: server.name, profiles: context.profiles() };
+      if (to === 'open') context.emit('breaker:open', { ...payload, probeAt: state.kind === 'open' ? state.probeAt : context.clock.now() });
+      else if (to === 'half-open') context.emit('breaker:half-open', payload);
+      else context.emit('breaker:closed', payload);
+    });
+  }
+
+  /** True while parked: its tools leave new turns. */
+  get parked(): boolean {
+    return this.state.kind === 'parked';
+  }
+
+  /** Re-read after an await: `close()` may have run meanwhile. */
+  private isClosed(): boolean {
+    return this.state.kind === 'closed';
+  }
+
+  /** The current state kind. */
+  get stateKind(): SupervisorState['kind'] {
+    return this.state.kind;
+  }
+
+  private subject(tool?: string): messages.CallSubject {
+    return { server: this.server.name, profile: this.context.profiles().join(', '), ...(tool === undefined ? {} : { tool }) };
+  }
+
+  private liveSession(): LiveSession | undefined {
+    return this.state.kind === 'ready' && this.state.session.alive ? this.state.session : undefined;
+  }
+
+  /** An HTTP session discovery created: used by the first connect instead of a new `initialize`. */
+  offerResumable(session: ResumableSession): void {
+    if (this.server.transport === 'http' && !this.everConnected) this.resumable = session;
+  }
+
+  // ------------------------------------------------------------------ connect loop
+
+  /** Signals the loop to (re)connect now; revives a parked supervisor. Never starts a second loop. */
+  requestConnect(reason: 'call' | 'probe' | 'signal' | 'warm-up'): void {
+    if (this.state.kind === 'closed' || this.liveSession()) return;
+    if (this.state.kind === 'parked') {
+      this.context.clock.clearTimeout(this.probeTimer);
+      this.probeTimer = undefined;
+      // One attempt; the budget allows it again only if it succeeds and is proven.
+      this.attemptsSinceProven = Math.max(0, this.context.options.reconnectBudget - 1);
+    }
+    if (this.loop) {
+      // Cut a backoff wait short: a caller is waiting now.
+      if (reason !== 'warm-up') this.wake.abort();
+      return;
+    }
+    this.loop = this.runLoop().finally(() => {
+      this.loop = undefined;
+    });
+  }
+
+  private async runLoop(): Promise<void> {
+    for (;;) {
+      if (this.state.kind === 'closed') return;
+      const attempt = ++this.attemptsSinceProven;
+      this.state = { kind: 'connecting', attempt };
+      try {
+        const session = await this.openSession();
+        if (this.isClosed()) {
+          await session.kill();
+          this.settleWaiters({ kind: 'closed' });
+          return;
+        }
+        this.adoptSession(session);
+        return;
+      } catch (error) {
+        if (this.isClosed()) {
+          this.settleWaiters({ kind: 'closed' });
+          return;
+        }
+        const failure = this.classifyConnectError(error);
+        this.settleWaiters({ kind: 'failure', failure, exitedAfterSession: this.everConnected && failure.kind === 'exited' });
+        if (this.attemptsSinceProven >= this.context.options.reconnectBudget) {
+          this.park(failure);
+          return;
+        }
+        const delay = backoffDelay(attempt + 1, { baseMs: this.context.options.backoffBaseMs, maxMs: this.context.options.backoffMaxMs }, this.context.random);
+        this.state = { kind: 'backoff', attempt, retryAt: this.context.clock.now() + delay };
+        this.wake = new AbortController();
+        await sleepOn(this.context.clock, delay, this.wake.signal).catch(() => undefined);
+      }
+    }
+  }
+
+  private async openSession(): Promise<LiveSession> {
+    const id = ++this.sessionSeq;
+    const resume = this.resumable;
+    this.resumable = undefined;
+    const authProvider = this.context.options.authProvider?.(this.server);
+    return LiveSession.open(this.server, {
+      id,
+      connectTimeoutMs: this.connectTimeoutMs(),
+      ...(resume ? { resume } : {}),
+      ...(authProvider ? { authProvider } : {}),
+      onDeath: (session, exit) => this.onSessionDeath(session, exit),
+      onToolsChanged: () => this.scheduleToolRefresh(),
+    });
+  }
+
+  private connectTimeoutMs(): number {
+    return this.server.connectTimeoutMs ?? this.context.options.connectTimeoutMs;
+  }
+
+  private classifyConnectError(error: unknown): ServerFailure {
+    if (error instanceof SessionOpenError) {
+      return classifyFailure(error.cause, {
+        ...(error.exit ? { exit: error.exit } : {}),
+        ...(error.stderrTail ? { stderrTail: error.stderrTail } : {}),
+        timeoutMs: this.connectTimeoutMs(),
+      });
+    }
+    return classifyFailure(error, { timeoutMs: this.connectTimeoutMs() });
+  }
+
+  private adoptSession(session: LiveSession): void {
+    const respawn = this.everConnected;
+    this.everConnected = true;
+    this.state = { kind: 'ready', session };
+    this.counters.connects++;
+    if (respawn && this.server.transport === 'stdio') this.counters.respawns++;
+    // A successful initialisation, on any transport, closes the breaker.
+    this.breaker.sessionEstablished();
+    const profiles = this.context.profiles();
+    const pid = session.pid;
+    this.context.emit('server:connected', { server: this.server.name, profiles, sessionId: session.id, resumed: session.resumed, ...(pid === undefined ? {} : { pid }) });
+    if (respawn && this.server.transport === 'stdio') this.context.emit('server:respawned', { server: this.server.name, profiles, ...(pid === undefined ? {} : { pid }) });
+    if (this.parkedBefore) {
+      this.parkedBefore = false;
+      this.context.emit('server:revived', { server: this.server.name, profiles });
+      this.context.exclusionChanged();
+    }
+    this.settleWaiters({ kind: 'session', session });
+  }
+
+
+  private park(failure: ServerFailure): void {
+    const now = this.context.clock.now();
+    const nextProbeAt = now + this.context.options.parkProbeIntervalMs;
+    const reason = `${failure.kind}: ${failure.message}`;
+    this.state = { kind: 'parked', reason, nextProbeAt, since: now };
+    this.parkedBefore = true;
+    this.context.emit('server:parked', { server: this.server.name, profiles: this.context.profiles(), reason, nextProbeAt });
+    this.context.exclusionChanged();
+    this.settleWaiters({ kind: 'parked' });
+    this.probeTimer = this.context.clock.setTimeout(() => {
+      this.probeTimer = undefined;
+      if (this.state.kind === 'parked') this.requestConnect('probe');
+    }, this.context.options.parkProbeIntervalMs);
+  }
+
+  private onSessionDeath(session: LiveSession, exit: LiveSession['exit']): void {
+    this.lastExit = exit;
+    this.lastStderr = session.stderrTail();
+    this.context.emit('server:exited', { server: this.server.name, profiles: this.context.profiles(), code: exit?.code ?? null, signal: exit?.signal ?? null });
+    if (this.state.kind === 'ready' && this.state.session === session) {
+      this.state = { kind: 'idle' };
+      if (this.context.options.eager) this.requestConnect('warm-up');
+    }
+  }
+
+  private settleWaiters(result: AttemptResult): void {
+    for (const waiter of [...this.attemptWaiters]) waiter(result);
+  }
+
+  /** Waits for the outcome of the next connect attempt, bounded by `ms`. */
+  private nextAttempt(ms: number, signal: AbortSignal | undefined): Promise<AttemptResult | 'timeout'> {
+    return new Promise((resolve, reject) => {
+      let timer: TimerHandle | undefined;
+      const finish = (result: AttemptResult | 'timeout'): void => {
+        this.attemptWaiters.delete(waiter);
+        this.context.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(result);
+      };
+      const waiter = (result: AttemptResult): void => finish(result);
+      const onAbort = (): void => {
+        this.attemptWaiters.delete(waiter);
+        this.context.clock.clearTimeout(timer);
+        reject(signal?.reason);
+      };
+      this.attemptWaiters.add(waiter);
+      timer = this.context.clock.setTimeout(() => finish('timeout'), ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Marks the last session proven (a call or ping succeeded): the reconnect budget is refilled. */
+  private proven(): void {
+    this.attemptsSinceProven = 0;
+  }
+
+  // ------------------------------------------------------------------ calls
+
+  /** Calls a tool through the supervisor. Throws McpSupervisorError (never a raw SDK error). */
+  async call(route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+    const subject = this.subject(route.tool);
+    if (this.state.kind === 'closed') throw messages.hostClosed(subject);
+    if (options.signal?.aborted) throw messages.callCancelled(subject);
+    const admission = this.breaker.admit();
+    if (!admission.allowed) throw messages.breakerOpen(subject, this.context.options.breaker.failureThreshold, admission.probeAt, this.context.clock.now());
+    if (this.state.kind === 'parked') {
+      if (admission.probe) {
+        // Half-open probe on a parked server: revive now, but never write into a dead pipe.
+        this.breaker.releaseProbe();
+        this.requestConnect('signal');
+        throw messages.reconnecting(subject);
+      }
+      throw messages.serverParked(subject, this.state.reason, this.state.nextProbeAt);
+    }
+    this.counters.calls++;
+    try {
+      return await this.queue.add(() => this.callAdmitted(route, args, options, admission.probe));
+    } catch (error) {
+      if (isMcpSupervisorError(error)) throw error;
+      throw messages.protocolError(subject, error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  private async callAdmitted(route: ToolRoute, args: Record<string, unknown>, options: CallOptions, probe: boolean): Promise<CallToolResult> {
+    const subject = this.subject(route.tool);
+    if (options.signal?.aborted) {
+      if (probe) this.breaker.releaseProbe();
+      throw messages.callCancelled(subject);
+    }
+    let session = this.liveSession();
+    if (!session) {
+      if (probe) {
+        // Half-open with no live session: signal one reconnect, do not write into a dead pipe.
+        this.breaker.releaseProbe();
+        this.requestConnect('signal');
+        throw messages.reconnecting(subject);
+      }
+      session = await this.freshSession(subject, options.signal);
+    }
+    try {
+      return await this.invoke(session, route, args, options);
+    } catch (error) {
+      if (this.diedDuring(session, error)) return this.afterMidCallDeath(session, route, args, options);
+      if (this.server.transport === 'http' && httpStatusOf(error) === 404) return this.afterForgottenSession(session, route, args, options);
+      throw this.failCall(session, error, subject, options);
+    }
+  }
+
+  /** One respawn request, then a bounded wait for a fresh session. */
+  private async freshSession(subject: messages.CallSubject, signal: AbortSignal | undefined): Promise<LiveSession> {
+    const lastExit = this.lastExit;
+    if (this.everConnected) this.counters.respawnRequests++;
+    const waiting = this.nextAttempt(this.context.options.respawnWaitMs, signal);
+    this.requestConnect('call');
+    let result: AttemptResult | 'timeout';
+    try {
+      result = await waiting;
+    } catch {
+      throw messages.callCancelled(subject);
+    }
+    if (result !== 'timeout' && result.kind === 'session') return result.session;
+    this.breaker.recordFailure();
+    if (result === 'timeout') {
+      if (this.server.transport === 'stdio') return Promise.reject(messages.serverExited(subject, this.context.options.respawnWaitMs, lastExit, this.lastStderr));
+      return Promise.reject(messages.serverUnavailable(subject, { kind: 'refused', message: `no session could be established within ${this.context.options.respawnWaitMs / 1000} s` }));
+    }
+    if (result.kind === 'closed') throw messages.hostClosed(subject);
+    if (result.kind === 'parked') {
+      const state = this.state;
+      throw messages.serverParked(subject, state.kind === 'parked' ? state.reason : 'reconnect budget spent', state.kind === 'parked' ? state.nextProbeAt : this.context.clock.now());
+    }
+    if (result.exitedAfterSession) {
+      throw messages.serverExitedAgain(subject, { code: result.failure.exitCode ?? null, signal: result.failure.signal ?? null }, result.failure.stderrTail);
+    }
+    throw messages.serverUnavailable(subject, result.failure);
+  }
+
+  private async invoke(session: LiveSession, route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+    const timeoutMs = options.timeoutMs ?? this.server.callTimeoutMs ?? this.context.options.callTimeoutMs;
+    const result = (await session.client.callTool({ name: route.tool, arguments: args }, CallToolResultSchema, {
+      timeout: timeoutMs,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.onProgress ? { onprogress: options.onProgress, resetTimeoutOnProgress: false } : {}),
+    })) as CallToolResult;
+    if (result.isError && this.context.options.countToolErrors) this.breaker.recordFailure();
+    else {
+      this.breaker.recordSuccess();
+      this.proven();
+    }
+    return result;
+  }
+
+  private diedDuring(session: LiveSession, error: unknown): boolean {
+    if (this.server.transport !== 'stdio') return false;
+    if (!session.alive && session.exit) return true;
+    // The SDK fails pending requests on close, which happens at the leader's exit.
+    return error instanceof McpError && error.code === ErrorCode.ConnectionClosed && !session.alive;
+  }
+
+  private isReplayable(route: ToolRoute): boolean {
+    const replay = this.context.options.replay;
+    if (replay === 'always') return true;
+    if (replay === 'never') return false;
+    return route.annotations?.readOnlyHint === true || route.annotations?.idempotentHint === true;
+  }
+
+  private async afterMidCallDeath(session: LiveSession, route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+    const subject = this.subject(route.tool);
+    if (!this.isReplayable(route)) {
+      this.breaker.recordFailure();
+      // Respawn in the background for the next call; this one may have run.
+      this.requestConnect('signal');
+      throw messages.outcomeUncertain(subject, session.exit);
+    }
+    const fresh = await this.freshSession(subject, options.signal);
+    this.counters.replays++;
+    try {
+      return await this.invoke(fresh, route, args, options);
+    } catch (error) {
+      if (this.diedDuring(fresh, error)) {
+        this.breaker.recordFailure();
+        throw messages.serverExitedAgain(subject, fresh.exit, fresh.stderrTail());
+      }
+      throw this.failCall(fresh, error, subject, options);
+    }
+  }
+
+  /** HTTP 404: the server forgot the session, so the request was never processed: re-initialise, retry once. */
+  private async afterForgottenSession(session: LiveSession, route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+    const subject = this.subject(route.tool);
+    session.abandon();
+    if (this.state.kind === 'ready' && this.state.session === session) this.state = { kind: 'idle' };
+    void session.kill();
+    this.counters.reinitialisations++;
+    const fresh = await this.freshSession(subject, options.signal);
+    try {
+      return await this.invoke(fresh, route, args, options);
+    } catch (error) {
+      throw this.failCall(fresh, error, subject, options);
+    }
+  }
+
+  /** Maps a call failure to its error, counting infrastructure failures on the breaker. */
+  private failCall(session: LiveSession, error: unknown, subject: messages.CallSubject, options: CallOptions): McpSupervisorError {
+    if (isMcpSupervisorError(error)) return error;
+    if (options.signal?.aborted) return messages.callCancelled(subject);
+    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+      this.breaker.recordFailure();
+      const timeoutMs = options.timeoutMs ?? this.server.callTimeoutMs ?? this.context.options.callTimeoutMs;
+      return messages.callTimeout(subject, timeoutMs);
+    }
+    const status = httpStatusOf(error);
+    if (error instanceof UnauthorizedError || status === 401 || status === 403) return messages.authRequired(subject, status ?? 401);
+    const network = networkErrorCode(error) ?? (error instanceof TypeError && error.message === 'fetch failed' ? 'fetch failed' : undefined);
+    if (network || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)) {
+      this.breaker.recordFailure();
+      session.abandon();
+      if (this.state.kind === 'ready' && this.state.session === session) this.state = { kind: 'idle' };
+      void session.kill();
+      return messages.serverUnavailable(subject, { kind: 'refused', message: network ? `the server could not be reached (${network})` : 'the connection closed' });
+    }
+    if (status !== undefined) {
+      this.breaker.recordFailure();
+      return messages.serverUnavailable(subject, { kind: 'http', message: `HTTP ${status}`, httpStatus: status });
+    }
+    if (error instanceof McpError) return messages.protocolError(subject, error.message, error.code);
+    return messages.protocolError(subject, error instanceof Error ? error.message : String(error));
+  }
+
+  // ------------------------------------------------------------------ tools/list_changed
+
+  private scheduleToolRefresh(): void {
+    this.context.clock.clearTimeout(this.listChangedTimer);
+    this.listChangedTimer = this.context.clock.setTimeout(() => {
+      this.listChangedTimer = undefined;
+      if (this.listRefresh) return;
+      this.listRefresh = this.refreshTools().finally(() => {
+        this.listRefresh = undefined;
+      });
+    }, this.context.options.listChangedDebounceMs);
+  }
+
+  private async refreshTools(): Promise<void> {
+    const session = this.liveSession();
+    if (!session) return;
+    try {
+      const tools = await listAllPages<Tool>('tools/list', async (cursor) => {
+        const result = await session.client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, {
+          timeout: this.context.options.callTimeoutMs,
+        });
+        return { items: result.tools, nextCursor: result.nextCursor };
+      });
+      if (this.state.kind !== 'closed') this.context.toolsChanged(tools);
+    } catch {
+      // The next notification or discovery will try again; a failed refresh keeps the old list.
+    }
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  /** Proves the session with a ping (used by probes and tests); refills the budget on success. */
+  async ping(): Promise<boolean> {
+    const session = this.liveSession();
+    if (!session) return false;
+    try {
+      await session.client.ping({ timeout: this.connectTimeoutMs() });
+      this.proven();
+      this.breaker.recordSuccess();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Counters and state for `host.stats()`. */
+  stats(): SupervisorStats {
+    const state = this.state;
+    const session = this.liveSession();
+    return {
+      server: this.server.name,
+      profiles: this.context.profiles(),
+      state: state.kind,
+      ...(state.kind === 'parked' ? { nextProbeAt: state.nextProbeAt, parkReason: state.reason } : {}),
+      ...this.counters,
+      breaker: this.breaker.state,
+      breakerFailures: this.breaker.failures,
+      attemptsSinceProven: this.attemptsSinceProven,
+      ...(session?.pid === undefined ? {} : { pid: session.pid }),
+    };
+  }
+
+  /** Ends the session (stdio kill ladder to the whole group) and the loop. */
+  async close(): Promise<void> {
+    if (this.state.kind === 'closed') return;
+    const session = this.liveSession() ?? (this.state.kind === 'ready' ? this.state.session : undefined);
+    this.state = { kind: 'closed' };
+    this.context.clock.clearTimeout(this.probeTimer);
+    this.context.clock.clearTimeout(this.listChangedTimer);
+    this.wake.abort();
+    this.settleWaiters({ kind: 'closed' });
+    this.queue.clear();
+    await session?.close();
+    await this.loop;
+  }
+}
