@@ -213,6 +213,14 @@ function buildServer(name: string, raw: RawServer, issues: ConfigIssue[], env: E
   return { ...common, transport, url, headers: expandRecord(raw.headers, 'headers', name, issues, env, extra) };
 }
 
+/** Marks configs this module built, so re-parsing one is a no-op rather than a second expansion. */
+const PARSED = Symbol.for('mcp-supervisor.profile-config');
+
+/** True for a {@link ProfileConfig} produced by {@link parseProfileConfig}. */
+export function isParsedProfileConfig(value: unknown): value is ProfileConfig {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[PARSED] === true;
+}
+
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     for (const inner of Object.values(value)) deepFreeze(inner);
@@ -262,6 +270,7 @@ export function invalidConfigError(context: Pick<ParseContext, 'profile' | 'file
  * @throws McpSupervisorError `INVALID_CONFIG` listing every problem; nothing is returned half-built.
  */
 export function parseProfileConfig(document: unknown, context: ParseContext): ProfileConfig {
+  if (isParsedProfileConfig(document)) return document;
   const env = context.env ?? process.env;
   const workspaceFolder = workspaceFolderOf(context);
   const extra: Environment = {
@@ -307,5 +316,6 @@ export function parseProfileConfig(document: unknown, context: ParseContext): Pr
   }
   if (issues.length > 0) throw invalidConfigError(context, issues);
   const config: ProfileConfig = context.file === undefined ? { servers } : { file: context.file, servers };
+  Object.defineProperty(config, PARSED, { value: true });
   return deepFreeze(config);
 }

@@ -38,6 +38,7 @@ export interface ReadinessOptions {
 /** Events readiness emits (part of the host's event map). */
 export interface ReadinessEvents {
   'discovery:start': { key: string; generation: number; servers: string[]; reason: string };
+  'discovery:outcome': { key: string; generation: number; server: string; status: 'ready' | 'failed' | 'disabled'; kind?: string; tools?: number; ms: number };
   'discovery:settled': { key: string; generation: number; status: ReadinessView['status']; durationMs: number; failed: string[] };
   'discovery:retired': { key: string; generation: number | undefined; reason: string; quiesceMs: number; rung: QuiesceReport['rung']; quiesced: boolean };
   'reload:start': { keys: string[] };
@@ -374,6 +375,15 @@ export class ReadinessRegistry {
     if (generation !== entry.generation || entry.phase !== 'running' || !entry.inflight.has(outcome.server)) return;
     entry.outcomes.set(outcome.server, outcome);
     this.recordFailure(entry, outcome);
+    this.events.emit('discovery:outcome', {
+      key: entry.key,
+      generation,
+      server: outcome.server,
+      status: outcome.status,
+      ...(outcome.status === 'failed' ? { kind: outcome.failure.kind } : {}),
+      ...(outcome.status === 'ready' ? { tools: outcome.tools.length } : {}),
+      ms: outcome.status === 'disabled' ? 0 : outcome.timings.totalMs,
+    });
     if ([...entry.inflight].every((name) => entry.outcomes.get(name)?.status !== 'pending')) this.settle(entry);
   }
 

@@ -1,0 +1,59 @@
+/**
+ * The doctor's table: one row per server with its transport, status, tool count, connect time and,
+ * for failures, the kind and message (the stderr tail for exits). Secrets never appear: the target
+ * column is redacted.
+ */
+import type { ProfileConfig } from '../config/types.js';
+import type { ReadinessView } from '../readiness/types.js';
+
+/** One row of the report. */
+export interface ServerRow {
+  profile: string;
+  server: string;
+  transport: string;
+  status: string;
+  tools: number | null;
+  connectMs: number | null;
+  kind: string | null;
+  message: string | null;
+}
+
+/** Rows for one profile. */
+export function rowsFor(profile: string, config: ProfileConfig | undefined, view: ReadinessView): ServerRow[] {
+  if (view.error && !config) {
+    return [{ profile, server: '-', transport: '-', status: 'failed', tools: null, connectMs: null, kind: view.error.code, message: view.error.message }];
+  }
+  return Object.entries(view.servers).map(([server, state]) => {
+    const transport = config?.servers[server]?.transport ?? '?';
+    if (state.status === 'ready') {
+      return { profile, server, transport, status: 'ready', tools: state.tools, connectMs: Math.round(state.timings.connectMs ?? state.timings.totalMs), kind: null, message: null };
+    }
+    if (state.status === 'failed') {
+      const detail = state.kind === 'exited' && state.stderrTail ? `${state.message}; stderr: ${state.stderrTail.split('\n').slice(-2).join(' | ')}` : state.message;
+      return { profile, server, transport, status: 'failed', tools: null, connectMs: null, kind: state.kind, message: detail };
+    }
+    return { profile, server, transport, status: state.status, tools: null, connectMs: null, kind: null, message: null };
+  });
+}
+
+function truncate(text: string, width: number): string {
+  return text.length <= width ? text : `${text.slice(0, width - 1)}…`;
+}
+
+/** Renders rows as an aligned text table. */
+export function renderTable(rows: readonly ServerRow[]): string {
+  const header = ['PROFILE', 'SERVER', 'TRANSPORT', 'STATUS', 'TOOLS', 'CONNECT', 'KIND', 'MESSAGE'];
+  const cells = rows.map((row) => [
+    row.profile,
+    row.server,
+    row.transport,
+    row.status,
+    row.tools === null ? '-' : String(row.tools),
+    row.connectMs === null ? '-' : `${row.connectMs} ms`,
+    row.kind ?? '-',
+    truncate(row.message ?? '', 160),
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...cells.map((line) => line[column]!.length)));
+  const format = (line: string[]): string => line.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd();
+  return [format(header), ...cells.map(format)].join('\n');
+}
