@@ -1,0 +1,98 @@
+/**
+ * The command line as users run it: a real child process per invocation.
+ */
+import test from 'ava';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
+
+const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+async function tempDir(t: import('ava').ExecutionContext): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'mcp-supervisor-cli-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('doctor on a Claude Desktop-style file with one bad server exits 1 and names the server and the failure kind', async (t) => {
+  const tag = useFixtureTag(t);
+  const dir = await tempDir(t);
+  const file = path.join(dir, 'claude_desktop_config.json');
+  await writeFile(
+    file,
+    JSON.stringify({
+      mcpServers: {
+        files: stdioFixtureConfig(['--tools', '2'], { tag }),
+        broken: stdioFixtureConfig(['--exit-at-start', '5', '--stderr', 'fatal: token missing'], { tag }),
+      },
+    }),
+  );
+  const { code, stdout } = await run(['doctor', file]);
+  t.is(code, 1);
+  t.regex(stdout, /claude_desktop_config\s+files\s+stdio\s+ready\s+11/);
+  t.regex(stdout, /claude_desktop_config\s+broken\s+stdio\s+failed\s+-\s+-\s+exited\s+.*code 5.*fatal: token missing/);
+});
+
+test('doctor on a malformed file exits 2 and names the field', async (t) => {
+  const dir = await tempDir(t);
+  const file = path.join(dir, 'mcp.json');
+  await writeFile(file, JSON.stringify({ mcpServers: { fs: { command: 'node', args: 'server.js' } } }));
+  const { code, stderr, stdout } = await run(['doctor', file]);
+  t.is(code, 2);
+  t.is(stdout, '');
+  t.regex(stderr, /file .*mcp\.json, profile "mcp", server "fs", field `args`: expected an array, got `"server.js"` \(string\)/);
+  const syntax = path.join(dir, 'broken.json');
+  await writeFile(syntax, '{ "mcpServers": { ');
+  const parse = await run(['doctor', syntax]);
+  t.is(parse.code, 2);
+  t.regex(parse.stderr, /broken\.json.*not valid JSON/);
+});
+
+test('doctor --json with --call exercises the supervised call path; exit 0 when everything is ready', async (t) => {
+  const tag = useFixtureTag(t);
+  const dir = await tempDir(t);
+  const file = path.join(dir, '.mcp.json');
+  await writeFile(file, JSON.stringify({ mcpServers: { files: { type: 'stdio', ...stdioFixtureConfig([], { tag }) } } }));
+  const { code, stdout } = await run(['doctor', '--profile', `work=${file}`, '--json', '--call', 'files/echo', '{"text":"ping"}']);
+  t.is(code, 0);
+  const report = JSON.parse(stdout) as { rows: { profile: string; server: string; status: string }[]; allReady: boolean; call: { ok: boolean; text: string } };
+  t.deepEqual(report.rows.map((row) => [row.profile, row.server, row.status]), [['work', 'files', 'ready']]);
+  t.true(report.allReady);
+  t.true(report.call.ok);
+  t.regex(report.call.text, /ping/);
+});
+
+test('bad command-line usage exits 2 with the usage text', async (t) => {
+  const unknown = await run(['doctor', '--frobnicate']);
+  t.is(unknown.code, 2);
+  t.regex(unknown.stderr, /unknown option --frobnicate/);
+  const timeout = await run(['doctor', '--timeout', '-3']);
+  t.is(timeout.code, 2);
+  t.regex(timeout.stderr, /--timeout expects a positive integer/);
+  const command = await run(['frob']);
+  t.is(command.code, 2);
+});
+
+test('the demo (npm start) runs the bundled examples and exits 0 with every step matched', async (t) => {
+  const { code, stdout, stderr } = await run(['demo']);
+  t.is(code, 0, `${stdout}\n${stderr}`);
+  t.regex(stdout, /team\s+crashy\s+stdio\s+failed.*exited/);
+  t.regex(stdout, /ops\s+legacy\s+stdio\s+failed.*timeout/);
+  t.regex(stdout, /ops\s+remote\s+http\s+failed.*refused/);
+  t.regex(stdout, /through 1 respawn/);
+  t.regex(stdout, /demo passed/);
+});
