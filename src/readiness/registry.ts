@@ -589,7 +589,7 @@ export class ReadinessRegistry {
    * Re-reads configs, quiesces every affected owner (failing closed if one survives), shuts the
    * affected sessions down, invalidates the entries (in a `finally`) and kicks discovery off again.
    */
-  async reload(keys: string[] | undefined, replaceConfig?: (key: string) => ProfileConfig | undefined | 'keep'): Promise<ReloadResult> {
+  async reload(keys: string[] | undefined): Promise<ReloadResult> {
     this.assertOpen();
     const release = await this.fence.acquire();
     const affected = keys ?? this.keys();
@@ -600,10 +600,7 @@ export class ReadinessRegistry {
     try {
       // 1. Read every new config first: a bad one aborts the reload before anything is touched.
       const fresh = new Map<string, ProfileConfig | undefined>();
-      for (const key of affected) {
-        const replaced = replaceConfig?.(key) ?? 'keep';
-        fresh.set(key, replaced !== 'keep' ? replaced : await this.loadConfig(key, AbortSignal.timeout(this.options.readinessCapMs)));
-      }
+      for (const key of affected) fresh.set(key, await this.loadConfig(key, AbortSignal.timeout(this.options.readinessCapMs)));
       // 2. Quiesce every affected owner; fail closed if one survives.
       const reports = await Promise.all(affected.filter((key) => this.driver.hasOwner(key) || this.driver.liveOwners(key) > 0).map((key) => this.driver.quiesce(key, 'reload')));
       for (const report of reports) this.emitRetired(report);
