@@ -44,7 +44,7 @@ export interface Baseline {
 export interface Metric {
   /** e.g. `cooperative/hang p50`. */
   name: string;
-  unit: 'ms' | 'count' | 'MB';
+  unit: 'ms' | 'µs' | 'count' | 'MB';
   value: number;
   /** How many samples the value summarises (omitted for single-shot figures). */
   samples?: number;

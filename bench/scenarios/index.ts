@@ -3,8 +3,13 @@
  * `bench/scenarios/<name>.ts` exporting a `Scenario` (see `bench/lib/types.ts`) and list it here.
  */
 import type { Scenario } from '../lib/types.js';
+import { callScenario } from './call.js';
 import { eventLoopScenario } from './event-loop.js';
+import { firstTurnScenario } from './first-turn.js';
+import { memoryScenario } from './memory.js';
 import { quiesceScenario } from './quiesce.js';
+import { scaleScenario } from './scale.js';
+import { turnScenario } from './turn.js';
 
 /** Every scenario, in run order. */
-export const scenarios: readonly Scenario[] = [quiesceScenario, eventLoopScenario];
+export const scenarios: readonly Scenario[] = [quiesceScenario, eventLoopScenario, turnScenario, firstTurnScenario, callScenario, memoryScenario, scaleScenario];

@@ -28,5 +28,13 @@ function identityOf(server: ServerConfig): unknown[] {
  * command, args, env and cwd for stdio; transport, url and headers for HTTP.
  */
 export function serverFingerprint(server: ServerConfig): string {
-  return createHash('sha256').update(JSON.stringify(identityOf(server))).digest('hex').slice(0, 24);
+  // Configs are frozen once parsed, so the hash of a config object never changes: cache it (the
+  // session layer asks on every tool call).
+  const cached = fingerprints.get(server);
+  if (cached !== undefined) return cached;
+  const fingerprint = createHash('sha256').update(JSON.stringify(identityOf(server))).digest('hex').slice(0, 24);
+  if (Object.isFrozen(server)) fingerprints.set(server, fingerprint);
+  return fingerprint;
 }
+
+const fingerprints = new WeakMap<ServerConfig, string>();
