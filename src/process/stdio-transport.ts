@@ -17,6 +17,8 @@ import { runningGroupMembers, signalGroup } from './proc.js';
 
 /** How long to wait for the rest of a process group to die after its leader exited. */
 const GROUP_REAP_TIMEOUT_MS = 2000;
+/** After the group is gone, how long stdout may still take to deliver its last bytes. */
+const STDOUT_DRAIN_GRACE_MS = 100;
 /** Poll interval while waiting for a group to empty (only when members were still there). */
 const GROUP_POLL_MS = 5;
 
@@ -171,13 +173,18 @@ export class ProcessGroupStdioTransport implements Transport {
     this.exitInfo = exit;
     const pid = this.child?.pid;
     if (pid !== undefined) this.hooks.onLeaderExit?.(pid, exit);
-    // Fail pending requests at once: a dead server must never look like a slow one.
-    this.notifyClosed();
-    void this.reapGroup(pid).then(() => {
+    const reaped = this.reapGroup(pid).then(() => {
       if (pid !== undefined) this.hooks.onExit?.(pid, exit);
       this.groupReaped = true;
       for (const waiter of this.exitWaiters.splice(0)) waiter(exit);
     });
+    // Node may report the exit before the last stdout bytes were read: an answer written just
+    // before exiting would be lost and a successful call would read as a death. So pending
+    // requests are failed when stdout has ended (everything read and dispatched) — bounded by the
+    // group's reaping, after which nothing can write any more. Liveness (onLeaderExit) is not delayed.
+    const stdout = this.child?.stdout;
+    const drained = !stdout || stdout.readableEnded || stdout.destroyed ? Promise.resolve() : new Promise<void>((resolve) => stdout.once('close', () => resolve()));
+    void Promise.race([drained, reaped.then(() => new Promise<void>((resolve) => setTimeout(resolve, STDOUT_DRAIN_GRACE_MS).unref()))]).then(() => this.notifyClosed());
   }
 
   /**

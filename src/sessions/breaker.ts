@@ -88,6 +88,15 @@ export class CircuitBreaker {
     if (this.current.kind === 'half-open') this.current = { kind: 'half-open', probeInFlight: false };
   }
 
+  /**
+   * A connect attempt failed. Only a half-open breaker cares: its probe found no session and
+   * signalled this reconnect, so the failure is the probe's verdict and re-arms the cooldown.
+   * (While closed, connect failures are counted per call, not per background attempt.)
+   */
+  connectFailed(): void {
+    if (this.current.kind === 'half-open') this.recordFailure();
+  }
+
   /** A session was initialised successfully, on any transport: the server is back. */
   sessionEstablished(): void {
     if (this.current.kind !== 'closed') this.moveTo({ kind: 'closed', failures: 0 });

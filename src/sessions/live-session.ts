@@ -8,7 +8,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { HttpServerConfig, ServerConfig } from '../config/types.js';
@@ -59,6 +59,33 @@ function httpTransport(server: HttpServerConfig, options: OpenOptions): Transpor
   });
   if (options.resume) transport.setProtocolVersion(options.resume.protocolVersion);
   return transport;
+}
+
+/** Bound of the DELETE that ends an unused discovery session. */
+const DISCARD_TIMEOUT_MS = 2000;
+
+/** Attempts to open the standalone stream of a resumed session before giving up. */
+const STANDALONE_STREAM_ATTEMPTS = 6;
+
+/**
+ * Opens the standalone GET SSE stream of a resumed Streamable HTTP session, where the server sends
+ * notifications that belong to no request (`tools/list_changed`). The SDK opens it only after its
+ * own `initialize`, which a resumed session skips. The discovery worker's stream for the same
+ * session may not be gone from the server yet (it allows one per session: 409), so a conflict is
+ * retried a few times with a short doubling delay. Best effort: without the stream, calls still
+ * work, only notifications are missed.
+ */
+async function openStandaloneStream(transport: StreamableHTTPClientTransport, alive: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < STANDALONE_STREAM_ATTEMPTS && alive(); attempt++) {
+    try {
+      // An empty resumption token sends no Last-Event-ID: a fresh stream, as after `initialize`.
+      await transport.resumeStream('');
+      return;
+    } catch (error) {
+      if (!(error instanceof StreamableHTTPError) || error.code !== 409) return;
+      await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** attempt).unref());
+    }
+  }
 }
 
 /** A connected session. */
@@ -137,8 +164,17 @@ export class LiveSession {
       await transport.close().catch(() => undefined);
       throw new SessionOpenError(error, undefined, '');
     }
-    if (transport instanceof ProcessGroupStdioTransport && transport.exit) {
-      session.markDead(transport.exit, options);
+    if (transport instanceof ProcessGroupStdioTransport && transport.exit) session.markDead(transport.exit, options);
+    if (options.resume && transport instanceof StreamableHTTPClientTransport) {
+      // Awaited (bounded), so a notification caused by the first call cannot beat the stream to
+      // the server: it registers the stream before it answers the GET.
+      const opened = session;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        openStandaloneStream(transport, () => opened.alive),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, options.connectTimeoutMs).unref())),
+      ]);
+      clearTimeout(timer);
     }
     return session;
   }
@@ -149,6 +185,32 @@ export class LiveSession {
     const wasAlive = this.alive;
     this.alive = false;
     if (wasAlive && !this.deliberatelyClosed) options.onDeath(this, exit);
+  }
+
+  /**
+   * Terminates (HTTP DELETE) a Streamable HTTP session that will never be resumed, bounded by
+   * {@link DISCARD_TIMEOUT_MS}. Never throws: a server that is gone or refuses is fine.
+   */
+  static async discard(server: ServerConfig, resume: ResumableSession, authProvider?: OAuthClientProvider): Promise<void> {
+    if (server.transport !== 'http') return;
+    const transport = new StreamableHTTPClientTransport(new URL(server.url), {
+      requestInit: { headers: { ...server.headers } },
+      sessionId: resume.sessionId,
+      ...(authProvider ? { authProvider } : {}),
+    });
+    transport.setProtocolVersion(resume.protocolVersion);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // start() only creates the abort controller the DELETE listens to, so close() can cut it short.
+      await transport.start();
+      await Promise.race([
+        transport.terminateSession().catch(() => undefined),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, DISCARD_TIMEOUT_MS).unref())),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      await transport.close().catch(() => undefined);
+    }
   }
 
   /** Marks an HTTP session dead (the server forgot it or is gone). */

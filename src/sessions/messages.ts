@@ -26,28 +26,33 @@ function stderrText(stderr: string | undefined): string {
   const tail = stderr?.trim();
   if (!tail) return '';
   const lastLines = tail.split('\n').slice(-3).join(' | ');
-  return ` Its last stderr output: ${lastLines.slice(-300)}`;
-}
-
-function seconds(ms: number): string {
-  const value = ms / 1000;
-  return Number.isInteger(value) ? String(value) : value.toFixed(1);
+  return ` Its last stderr output: "${lastLines.slice(-300)}".`;
 }
 
 function base(subject: CallSubject, data: Record<string, unknown> = {}): { server: string; profile: string; data: Record<string, unknown> } {
   return { server: subject.server, profile: subject.profile, data: { ...data, ...(subject.tool ? { tool: subject.tool } : {}) } };
 }
 
-/** The subprocess exited and no fresh session came back in time. */
+/**
+ * The subprocess exited and no fresh session came back within `respawnWaitMs`. The text names the
+ * exit, never the wait: a number of seconds next to "no session" reads as a timeout, and this is
+ * an exit (the wait is kept in `data.respawnWaitMs`).
+ */
 export function serverExited(subject: CallSubject, respawnWaitMs: number, exit: ExitInfo | undefined, stderr?: string): McpSupervisorError {
-  const text = `The MCP server "${subject.server}" subprocess exited${exitText(exit)} and no fresh session came back within ${seconds(respawnWaitMs)} s, so the tool was not run.${stderrText(stderr)} You may try again later.`;
+  const text = `The MCP server "${subject.server}" subprocess exited${exitText(exit)} and has not come back yet (it is being restarted), so the tool was not run.${stderrText(stderr)} You may try again later.`;
   return new McpSupervisorError('SERVER_EXITED', text, { ...base(subject, { respawnWaitMs, exit }), modelText: text });
 }
 
-/** The server exited again right after its respawn. */
-export function serverExitedAgain(subject: CallSubject, exit: { code?: number | null; signal?: string | null } | undefined, stderr?: string): McpSupervisorError {
-  const text = `The MCP server "${subject.server}" exited again${exitText(exit)} right after it was restarted, so the tool was not run.${stderrText(stderr)} Do NOT retry this tool now; tell the user the "${subject.server}" server is failing.`;
-  return new McpSupervisorError('SERVER_EXITED_AGAIN', text, { ...base(subject, { exit }), modelText: text, retryable: false });
+/**
+ * The server exited again right after its respawn: either its restart died before a session was
+ * up (the tool was not run), or it died once more while a replayed call ran (`duringReplay`).
+ */
+export function serverExitedAgain(subject: CallSubject, exit: { code?: number | null; signal?: string | null } | undefined, stderr?: string, duringReplay = false): McpSupervisorError {
+  const what = duringReplay
+    ? `exited again${exitText(exit)} while the call was being repeated on its restarted process, so "${subject.tool}" did not complete.`
+    : `exited again${exitText(exit)} right after it was restarted, so the tool was not run.`;
+  const text = `The MCP server "${subject.server}" ${what}${stderrText(stderr)} The server is failing: do NOT retry this tool now; tell the user the "${subject.server}" server is failing.`;
+  return new McpSupervisorError('SERVER_EXITED_AGAIN', text, { ...base(subject, { exit, duringReplay }), modelText: text, retryable: false });
 }
 
 /** The server could not be started or reached (spawn error, refused, HTTP error). */
@@ -67,10 +72,16 @@ export function outcomeUncertain(subject: CallSubject, exit: ExitInfo | undefine
   return new McpSupervisorError('OUTCOME_UNCERTAIN', text, { ...base(subject, { exit }), modelText: text, retryable: false });
 }
 
-/** The breaker is open. */
+/**
+ * The breaker is open (or half-open with its one probe in flight: `probeAt` is then not in the
+ * future, and the text says a probe is running instead of naming a time).
+ */
 export function breakerOpen(subject: CallSubject, failures: number, probeAt: number, now: number): McpSupervisorError {
-  const inSeconds = Math.max(0, Math.ceil((probeAt - now) / 1000));
-  const text = `Calls to the MCP server "${subject.server}" are paused after ${failures} consecutive failures; the next probe is allowed at ${new Date(probeAt).toISOString()} (in ${inSeconds} s). The tool was not run.`;
+  const next =
+    probeAt > now
+      ? `the next probe is allowed at ${new Date(probeAt).toISOString()} (in ${Math.ceil((probeAt - now) / 1000)} s)`
+      : 'a probe of the server is in progress; try again in a few seconds';
+  const text = `Calls to the MCP server "${subject.server}" are paused after ${failures} consecutive failures; ${next}. The tool was not run.`;
   return new McpSupervisorError('BREAKER_OPEN', text, { ...base(subject, { probeAt }), modelText: text });
 }
 
@@ -109,7 +120,10 @@ export function protocolError(subject: CallSubject, message: string, code?: numb
   return new McpSupervisorError('PROTOCOL_ERROR', text, { ...base(subject, { rpcCode: code }), modelText: text, retryable: false });
 }
 
-/** The host is closed. */
-export function hostClosed(subject: CallSubject): McpSupervisorError {
-  return new McpSupervisorError('HOST_CLOSED', `The host is closed; "${subject.tool}" on "${subject.server}" was not run.`, base(subject));
+/** The host is closed; `inFlight` when it closed while the call was running on the server. */
+export function hostClosed(subject: CallSubject, inFlight = false): McpSupervisorError {
+  const text = inFlight
+    ? `The host closed while "${subject.tool}" was running on MCP server "${subject.server}"; it may or may not have taken effect.`
+    : `The host is closed; "${subject.tool}" on "${subject.server}" was not run.`;
+  return new McpSupervisorError('HOST_CLOSED', text, { ...base(subject, { inFlight }), modelText: text });
 }

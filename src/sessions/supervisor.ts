@@ -5,8 +5,11 @@
  * decides whether a tool call is sent, retried, replayed or refused:
  *
  * - connect loop: single-flight, exponential backoff with jitter, a reconnect budget that only a
- *   *proven* session (a successful call or ping) refills; when the budget is spent it parks, keeps
- *   probing on a timer and revives at once on a signal. It never exits before `close()`;
+ *   *proven* session (a successful call or ping) refills — sessions that come up and die before
+ *   proving themselves spend it too; when the budget is spent it parks, keeps probing on a timer
+ *   and revives at once on a signal. While the breaker is open its cooldown replaces the backoff:
+ *   the half-open probe signals the next attempt, whose outcome is the probe's verdict. The
+ *   supervisor stays able to connect until `close()`, which also cuts an in-flight connect short;
  * - pre-call gate: no live session → one respawn request, wait up to `respawnWaitMs` for a *fresh*
  *   session, then call once; a respawn that dies at once → SERVER_EXITED_AGAIN;
  * - mid-call death: respawn; replay once only for read-only/idempotent tools (or `replay: always`),
@@ -23,7 +26,7 @@ import PQueue from 'p-queue';
 import type { ServerConfig } from '../config/types.js';
 import { type Clock, type TimerHandle, sleepOn } from '../clock.js';
 import { McpSupervisorError, isMcpSupervisorError } from '../errors.js';
-import { classifyFailure, httpStatusOf, networkErrorCode } from '../discovery/classify.js';
+import { classifyFailure, describeExit, httpStatusOf, networkErrorCode } from '../discovery/classify.js';
 import { listAllPages } from '../discovery/server-discovery.js';
 import type { ResumableSession, ServerFailure } from '../discovery/types.js';
 import type { ToolRoute } from '../readiness/settlement.js';
@@ -131,7 +134,11 @@ export class ServerSupervisor {
   private attemptsSinceProven = 0;
   private loop: Promise<void> | undefined;
   private wake = new AbortController();
+  /** Aborted by `close()`: cuts an in-flight connect short instead of waiting for its timeout. */
+  private readonly closing = new AbortController();
   private readonly attemptWaiters = new Set<(result: AttemptResult) => void>();
+  /** DELETEs of unused discovery sessions still under way (awaited by `close()`). */
+  private readonly discarding = new Set<Promise<void>>();
   private probeTimer: TimerHandle | undefined;
   private listChangedTimer: TimerHandle | undefined;
   private listRefresh: Promise<void> | undefined;
@@ -181,7 +188,22 @@ export class ServerSupervisor {
 
   /** An HTTP session discovery created: used by the first connect instead of a new `initialize`. */
   offerResumable(session: ResumableSession): void {
-    if (this.server.transport === 'http' && !this.everConnected) this.resumable = session;
+    if (this.server.transport !== 'http') return;
+    if (this.everConnected || this.isClosed()) {
+      // Already connected (a retry or reload re-discovered it): this session would never be used.
+      this.discard(session);
+      return;
+    }
+    const previous = this.resumable;
+    this.resumable = session;
+    if (previous && previous.sessionId !== session.sessionId) this.discard(previous);
+  }
+
+  /** Ends a discovery-created HTTP session nobody will resume, so the server does not keep it. */
+  private discard(session: ResumableSession | undefined): void {
+    if (!session) return;
+    const ending = LiveSession.discard(this.server, session, this.context.options.authProvider?.(this.server)).finally(() => this.discarding.delete(ending));
+    this.discarding.add(ending);
   }
 
   // ------------------------------------------------------------------ connect loop
@@ -208,6 +230,17 @@ export class ServerSupervisor {
   private async runLoop(): Promise<void> {
     for (;;) {
       if (this.state.kind === 'closed') return;
+      if (this.attemptsSinceProven >= this.context.options.reconnectBudget) {
+        // Sessions came up but died before any call or ping succeeded: connecting alone never
+        // refills the budget, so a server that dies on every call parks instead of churning.
+        const exit = this.lastExit;
+        this.park({
+          kind: 'exited',
+          message: `${this.attemptsSinceProven} sessions in a row ended${exit ? ` (last: ${describeExit(exit)})` : ''} before a call succeeded`,
+          ...(exit ? { exitCode: exit.code, signal: exit.signal } : {}),
+        });
+        return;
+      }
       const attempt = ++this.attemptsSinceProven;
       this.state = { kind: 'connecting', attempt };
       try {
@@ -225,17 +258,31 @@ export class ServerSupervisor {
           return;
         }
         const failure = this.classifyConnectError(error);
+        // The reconnect a half-open probe signalled has failed: that is the probe's verdict.
+        this.breaker.connectFailed();
         this.settleWaiters({ kind: 'failure', failure, exitedAfterSession: this.everConnected && failure.kind === 'exited' });
         if (this.attemptsSinceProven >= this.context.options.reconnectBudget) {
           this.park(failure);
           return;
         }
+        if (this.waitForProbe()) return;
         const delay = backoffDelay(attempt + 1, { baseMs: this.context.options.backoffBaseMs, maxMs: this.context.options.backoffMaxMs }, this.context.random);
         this.state = { kind: 'backoff', attempt, retryAt: this.context.clock.now() + delay };
         this.wake = new AbortController();
         await sleepOn(this.context.clock, delay, this.wake.signal).catch(() => undefined);
+        if (this.waitForProbe()) return;
       }
     }
+  }
+
+  /**
+   * While the breaker is open its cooldown replaces the backoff: the loop stops retrying by itself
+   * and the half-open probe signals the next attempt, so a cooldown ends in exactly one probe.
+   */
+  private waitForProbe(): boolean {
+    if (this.state.kind === 'closed' || this.breaker.state.kind !== 'open') return false;
+    this.state = { kind: 'idle' };
+    return true;
   }
 
   private async openSession(): Promise<LiveSession> {
@@ -243,14 +290,24 @@ export class ServerSupervisor {
     const resume = this.resumable;
     this.resumable = undefined;
     const authProvider = this.context.options.authProvider?.(this.server);
-    return LiveSession.open(this.server, {
-      id,
-      connectTimeoutMs: this.connectTimeoutMs(),
-      ...(resume ? { resume } : {}),
-      ...(authProvider ? { authProvider } : {}),
-      onDeath: (session, exit) => this.onSessionDeath(session, exit),
-      onToolsChanged: () => this.scheduleToolRefresh(),
-    });
+    // One signal per attempt, linked to `closing`: the SDK never removes the abort listener it adds
+    // to a request's signal, so handing it the long-lived one would leak a listener per attempt.
+    const attempt = new AbortController();
+    const onClose = (): void => attempt.abort(this.closing.signal.reason);
+    this.closing.signal.addEventListener('abort', onClose, { once: true });
+    try {
+      return await LiveSession.open(this.server, {
+        id,
+        connectTimeoutMs: this.connectTimeoutMs(),
+        signal: attempt.signal,
+        ...(resume ? { resume } : {}),
+        ...(authProvider ? { authProvider } : {}),
+        onDeath: (session, exit) => this.onSessionDeath(session, exit),
+        onToolsChanged: () => this.scheduleToolRefresh(),
+      });
+    } finally {
+      this.closing.signal.removeEventListener('abort', onClose);
+    }
   }
 
   private connectTimeoutMs(): number {
@@ -259,11 +316,14 @@ export class ServerSupervisor {
 
   private classifyConnectError(error: unknown): ServerFailure {
     if (error instanceof SessionOpenError) {
-      return classifyFailure(error.cause, {
+      const failure = classifyFailure(error.cause, {
         ...(error.exit ? { exit: error.exit } : {}),
         ...(error.stderrTail ? { stderrTail: error.stderrTail } : {}),
         timeoutMs: this.connectTimeoutMs(),
       });
+      // The classifier words an exit for discovery; here it happened while a session was starting.
+      if (failure.kind === 'exited' && error.exit) failure.message = `the server process ${describeExit(error.exit)} while its session was starting`;
+      return failure;
     }
     return classifyFailure(error, { timeoutMs: this.connectTimeoutMs() });
   }
@@ -273,6 +333,9 @@ export class ServerSupervisor {
     this.everConnected = true;
     this.state = { kind: 'ready', session };
     this.counters.connects++;
+    // A session discovery offered while this one was connecting will never be resumed now.
+    this.discard(this.resumable);
+    this.resumable = undefined;
     if (respawn && this.server.transport === 'stdio') this.counters.respawns++;
     // A successful initialisation, on any transport, closes the breaker.
     this.breaker.sessionEstablished();
@@ -356,8 +419,8 @@ export class ServerSupervisor {
     if (!admission.allowed) throw messages.breakerOpen(subject, this.context.options.breaker.failureThreshold, admission.probeAt, this.context.clock.now());
     if (this.state.kind === 'parked') {
       if (admission.probe) {
-        // Half-open probe on a parked server: revive now, but never write into a dead pipe.
-        this.breaker.releaseProbe();
+        // Half-open probe on a parked server: revive now, but never write into a dead pipe. The
+        // probe stays in flight until that reconnect's outcome settles the breaker.
         this.requestConnect('signal');
         throw messages.reconnecting(subject);
       }
@@ -374,31 +437,40 @@ export class ServerSupervisor {
 
   private async callAdmitted(route: ToolRoute, args: Record<string, unknown>, options: CallOptions, probe: boolean): Promise<CallToolResult> {
     const subject = this.subject(route.tool);
-    if (options.signal?.aborted) {
-      if (probe) this.breaker.releaseProbe();
-      throw messages.callCancelled(subject);
-    }
-    let session = this.liveSession();
-    if (!session) {
-      if (probe) {
-        // Half-open with no live session: signal one reconnect, do not write into a dead pipe.
-        this.breaker.releaseProbe();
-        this.requestConnect('signal');
-        throw messages.reconnecting(subject);
-      }
-      session = await this.freshSession(subject, options.signal);
-    }
+    let verdictPending = probe;
     try {
-      return await this.invoke(session, route, args, options);
-    } catch (error) {
-      if (this.diedDuring(session, error)) return this.afterMidCallDeath(session, route, args, options);
-      if (this.server.transport === 'http' && httpStatusOf(error) === 404) return this.afterForgottenSession(session, route, args, options);
-      throw this.failCall(session, error, subject, options);
+      // Queued behind other calls while the host closed: never start anything now.
+      if (this.isClosed()) throw messages.hostClosed(subject);
+      if (options.signal?.aborted) throw messages.callCancelled(subject);
+      let session = this.liveSession();
+      if (!session) {
+        if (probe) {
+          // Half-open with no live session: signal one reconnect, do not write into a dead pipe.
+          // The probe stays in flight: the reconnect's outcome is its verdict.
+          verdictPending = false;
+          this.requestConnect('signal');
+          throw messages.reconnecting(subject);
+        }
+        session = await this.freshSession(subject, options.signal);
+      }
+      try {
+        return await this.invoke(session, route, args, options);
+      } catch (error) {
+        if (this.isClosed()) throw messages.hostClosed(subject, true);
+        if (this.diedDuring(session, error)) return await this.afterMidCallDeath(session, route, args, options);
+        if (this.server.transport === 'http' && httpStatusOf(error) === 404) return await this.afterForgottenSession(session, route, args, options);
+        throw this.failCall(session, error, subject, options);
+      }
+    } finally {
+      // A probe that ended without a verdict (cancelled, rejected by the server, host closed)
+      // frees the half-open slot; otherwise the breaker would wait for a verdict forever.
+      if (verdictPending) this.breaker.releaseProbe();
     }
   }
 
   /** One respawn request, then a bounded wait for a fresh session. */
   private async freshSession(subject: messages.CallSubject, signal: AbortSignal | undefined): Promise<LiveSession> {
+    if (this.isClosed()) throw messages.hostClosed(subject);
     const lastExit = this.lastExit;
     if (this.everConnected) this.counters.respawnRequests++;
     const waiting = this.nextAttempt(this.context.options.respawnWaitMs, signal);
@@ -410,12 +482,12 @@ export class ServerSupervisor {
       throw messages.callCancelled(subject);
     }
     if (result !== 'timeout' && result.kind === 'session') return result.session;
+    if (result !== 'timeout' && result.kind === 'closed') throw messages.hostClosed(subject);
     this.breaker.recordFailure();
     if (result === 'timeout') {
       if (this.server.transport === 'stdio') return Promise.reject(messages.serverExited(subject, this.context.options.respawnWaitMs, lastExit, this.lastStderr));
-      return Promise.reject(messages.serverUnavailable(subject, { kind: 'refused', message: `no session could be established within ${this.context.options.respawnWaitMs / 1000} s` }));
+      return Promise.reject(messages.serverUnavailable(subject, { kind: 'refused', message: 'no session could be established yet (it is being reconnected)' }));
     }
-    if (result.kind === 'closed') throw messages.hostClosed(subject);
     if (result.kind === 'parked') {
       const state = this.state;
       throw messages.serverParked(subject, state.kind === 'parked' ? state.reason : 'reconnect budget spent', state.kind === 'parked' ? state.nextProbeAt : this.context.clock.now());
@@ -470,7 +542,7 @@ export class ServerSupervisor {
     } catch (error) {
       if (this.diedDuring(fresh, error)) {
         this.breaker.recordFailure();
-        throw messages.serverExitedAgain(subject, fresh.exit, fresh.stderrTail());
+        throw messages.serverExitedAgain(subject, fresh.exit, fresh.stderrTail(), true);
       }
       throw this.failCall(fresh, error, subject, options);
     }
@@ -588,9 +660,14 @@ export class ServerSupervisor {
     this.context.clock.clearTimeout(this.probeTimer);
     this.context.clock.clearTimeout(this.listChangedTimer);
     this.wake.abort();
+    this.closing.abort(new Error('the host is closing'));
     this.settleWaiters({ kind: 'closed' });
-    this.queue.clear();
+    // Queued calls are not dropped (their promises would never settle): each one runs, sees
+    // the closed state and fails with HOST_CLOSED.
     await session?.close();
     await this.loop;
+    this.discard(this.resumable);
+    this.resumable = undefined;
+    await Promise.allSettled([...this.discarding]);
   }
 }

@@ -114,7 +114,7 @@ test('close(): every process is gone and later calls fail with HOST_CLOSED', asy
   // A turn is left waiting on the hanging server while the host closes under it.
   const waiting = host.beginTurn('p');
   t.true(await pollUntil(() => host.status('p').servers['fs']?.status === 'ready', { timeoutMs: 10_000 }));
-  t.true(pidsWithTag(tag).length >= 2, 'the hanging server and the wrapper tree are running');
+  t.true(pidsWithTag(tag).length >= 1, 'the hanging server is running');
   await host.close();
   t.deepEqual(pidsWithTag(tag), []);
   const pending = await t.throwsAsync(waiting);
