@@ -52,6 +52,8 @@ export interface ClassifyContext {
   timeoutMs?: number;
   /** True when the attempt was cancelled by retirement. */
   cancelled?: boolean;
+  /** What was under way, for the wording of an exit. Default `discovery`. */
+  phase?: 'discovery' | 'session start';
 }
 
 function failure(kind: FailureKind, message: string, extra: Partial<ServerFailure> = {}): ServerFailure {
@@ -63,7 +65,8 @@ export function classifyFailure(error: unknown, context: ClassifyContext): Serve
   const stderr = context.stderrTail?.trim() ? { stderrTail: context.stderrTail.trim() } : {};
   if (context.cancelled) return failure('cancelled', 'discovery was cancelled (its generation was retired)');
   if (context.exit) {
-    return failure('exited', `the server process ${describeExit(context.exit)} before discovery finished`, {
+    const during = context.phase === 'session start' ? 'while its session was starting' : 'before discovery finished';
+    return failure('exited', `the server process ${describeExit(context.exit)} ${during}`, {
       exitCode: context.exit.code,
       signal: context.exit.signal,
       ...stderr,

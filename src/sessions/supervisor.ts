@@ -316,16 +316,14 @@ export class ServerSupervisor {
 
   private classifyConnectError(error: unknown): ServerFailure {
     if (error instanceof SessionOpenError) {
-      const failure = classifyFailure(error.cause, {
+      return classifyFailure(error.cause, {
         ...(error.exit ? { exit: error.exit } : {}),
         ...(error.stderrTail ? { stderrTail: error.stderrTail } : {}),
         timeoutMs: this.connectTimeoutMs(),
+        phase: 'session start',
       });
-      // The classifier words an exit for discovery; here it happened while a session was starting.
-      if (failure.kind === 'exited' && error.exit) failure.message = `the server process ${describeExit(error.exit)} while its session was starting`;
-      return failure;
     }
-    return classifyFailure(error, { timeoutMs: this.connectTimeoutMs() });
+    return classifyFailure(error, { timeoutMs: this.connectTimeoutMs(), phase: 'session start' });
   }
 
   private adoptSession(session: LiveSession): void {
