@@ -220,7 +220,7 @@ export function createHost(options: HostOptions = {}): Host {
     async beginTurn(ref?: string, waitOptions: WaitOptions = {}): Promise<Turn> {
       const key = keyOf(ref);
       const { view, catalog } = await readiness.wait(key, waitOptions);
-      return createTurn(view, catalog, readiness.configOf(key), sessions);
+      return createTurn(view, catalog, () => readiness.configOf(key), sessions);
     },
     callTool(ref, serverName, tool, args = {}, callOptions = {}): Promise<CallToolResult> {
       return withErrorsAsResults(callOptions, async () => {

@@ -29,8 +29,12 @@ export async function withErrorsAsResults(options: CallOptions, call: () => Prom
   }
 }
 
-/** Builds a deeply frozen turn from a view and catalog. */
-export function createTurn(view: ReadinessView, catalog: TurnCatalog, config: ProfileConfig | undefined, sessions: SessionLayer): Turn {
+/**
+ * Builds a deeply frozen turn from a view and catalog. Its tool list is a snapshot; its calls go to
+ * the server as currently configured (`currentConfig`), so a turn taken before a reload never
+ * talks to a server configuration the reload replaced.
+ */
+export function createTurn(view: ReadinessView, catalog: TurnCatalog, currentConfig: () => ProfileConfig | undefined, sessions: SessionLayer): Turn {
   type FailedServer = Turn['failed'][number];
   const failedList: FailedServer[] = [];
   for (const [server, state] of Object.entries(view.servers)) {
@@ -51,10 +55,17 @@ export function createTurn(view: ReadinessView, catalog: TurnCatalog, config: Pr
     callTool(name: string, args: Record<string, unknown> = {}, options: CallOptions = {}): Promise<CallToolResult> {
       return withErrorsAsResults(options, async () => {
         const route = catalog.routes.get(name);
-        const server = route ? config?.servers[route.server] : undefined;
-        if (!route || !server) {
+        if (!route) {
           throw new McpSupervisorError('UNKNOWN_TOOL', `The tool "${name}" is not part of this turn; use one of the tools listed for it.`, {
             profile: view.key,
+            retryable: false,
+          });
+        }
+        const server = currentConfig()?.servers[route.server];
+        if (!server || server.disabled) {
+          throw new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${route.server}" is no longer configured in profile "${view.key}"; "${name}" was not run.`, {
+            profile: view.key,
+            server: route.server,
             retryable: false,
           });
         }

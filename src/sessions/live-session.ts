@@ -5,6 +5,7 @@
  * Death is observed, never polled: a stdio session dies when its leader's `exit` fires; an HTTP
  * session is declared dead by the supervisor when the server forgets it (404) or stops answering.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -15,6 +16,40 @@ import type { HttpServerConfig, ServerConfig } from '../config/types.js';
 import type { ResumableSession } from '../discovery/types.js';
 import { CLIENT_INFO } from '../discovery/server-discovery.js';
 import { type ExitInfo, ProcessGroupStdioTransport } from '../process/stdio-transport.js';
+
+/**
+ * Whether a call's request reached an HTTP server. A Streamable HTTP request is *delivered* once
+ * its POST was accepted (the server answered with a stream or a body): if the session is lost
+ * after that, the tool may have run; if the POST itself failed (404 for a forgotten session, or
+ * aborted because the session was already known lost), it did not.
+ */
+export interface Delivery {
+  delivered: boolean;
+}
+
+const deliveryContext = new AsyncLocalStorage<Delivery>();
+
+/** Runs `call` with a fresh {@link Delivery} record that the transport fills in. */
+export function trackDelivery<T>(call: () => Promise<T>): { promise: Promise<T>; delivery: Delivery } {
+  const delivery: Delivery = { delivered: false };
+  return { promise: deliveryContext.run(delivery, call), delivery };
+}
+
+/** Marks requests sent through `transport` as delivered once their POST was accepted. */
+function recordDeliveries(transport: StreamableHTTPClientTransport): void {
+  const send = transport.send.bind(transport);
+  transport.send = async (message, options) => {
+    // Read the store before the first await: the SDK calls send() synchronously from request().
+    const delivery = deliveryContext.getStore();
+    await send(message, options);
+    if (delivery && 'method' in message && 'id' in message) delivery.delivered = true;
+  };
+}
+
+/** SDK errors that mean the server no longer has this Streamable HTTP session, or is gone. */
+function meansSessionLost(error: Error): boolean {
+  return (error instanceof StreamableHTTPError && error.code === 404) || /Maximum reconnection attempts/i.test(error.message);
+}
 
 /** A failed open, with what the stdio process said on its way out (for honest classification). */
 export class SessionOpenError extends Error {
@@ -41,7 +76,7 @@ export interface OpenOptions {
   authProvider?: OAuthClientProvider;
   /** The leader's pid, synchronously after spawn. */
   onSpawn?(pid: number): void;
-  /** The session died (stdio leader exited). Not called for a deliberate close. */
+  /** The session died (stdio leader exited, or the HTTP server lost it). Not called for a deliberate close. */
   onDeath(session: LiveSession, exit: ExitInfo | undefined): void;
   /** The server sent `notifications/tools/list_changed`. */
   onToolsChanged(session: LiveSession): void;
@@ -135,8 +170,14 @@ export class LiveSession {
         : httpTransport(server, options);
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     // Transport noise (EPIPE after a death, SSE stream reconnects) is reported here; outcomes are
-    // decided by request results and exit status instead.
-    client.onerror = () => undefined;
+    // decided by request results and exit status. One exception: an HTTP stream that cannot be
+    // re-opened because the server forgot the session (404) or is gone. The SDK leaves requests
+    // waiting on such a stream until their timeout; the session is declared lost instead, so they
+    // fail at once, and the supervisor tells delivered requests from undelivered ones.
+    client.onerror = (error) => {
+      if (session && transport instanceof StreamableHTTPClientTransport && meansSessionLost(error)) session.lose(options);
+    };
+    if (transport instanceof StreamableHTTPClientTransport) recordDeliveries(transport);
     session = new LiveSession(options.id, server, client, transport, options.resume !== undefined);
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       if (session?.alive) options.onToolsChanged(session);
@@ -175,6 +216,8 @@ export class LiveSession {
         new Promise<void>((resolve) => (timer = setTimeout(resolve, options.connectTimeoutMs).unref())),
       ]);
       clearTimeout(timer);
+      // The server had already forgotten discovery's session (404 on the stream): initialise anew.
+      if (!opened.alive) return LiveSession.open(server, { ...options, resume: undefined });
     }
     return session;
   }
@@ -216,6 +259,14 @@ export class LiveSession {
   /** Marks an HTTP session dead (the server forgot it or is gone). */
   abandon(): void {
     this.alive = false;
+  }
+
+  /** The HTTP server lost this session: report the death once and fail what still waits on it. */
+  private lose(options: OpenOptions): void {
+    if (!this.alive || this.deliberatelyClosed) return;
+    this.alive = false;
+    options.onDeath(this, undefined);
+    void this.transport.close().catch(() => undefined);
   }
 
   /** Closes the session: the stdio kill ladder (stdin → SIGTERM → SIGKILL to the group), or the HTTP transport. */

@@ -52,7 +52,7 @@ export class SessionManager implements SessionLayer {
       // The config changed under the same name without a reload: never reuse a stale session.
       const stale = slot;
       this.slots.delete(id);
-      void stale.supervisor.close();
+      void stale.supervisor.close('reload');
       slot = undefined;
     }
     if (!slot) {
@@ -137,7 +137,7 @@ export class SessionManager implements SessionLayer {
       if (!slot.keys.delete(key)) continue;
       if (slot.keys.size > 0) continue;
       this.slots.delete(id);
-      closing.push(slot.supervisor.close());
+      closing.push(slot.supervisor.close('reload'));
     }
     const results = await Promise.allSettled(closing);
     const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');

@@ -67,9 +67,18 @@ export function serverUnavailable(subject: CallSubject, failure: ServerFailure):
 }
 
 /** The server died during a call that cannot be replayed safely. */
-export function outcomeUncertain(subject: CallSubject, exit: ExitInfo | undefined): McpSupervisorError {
-  const text = `The MCP server "${subject.server}" exited${exitText(exit)} while running "${subject.tool}". The tool may or may not have taken effect; it was not repeated automatically because it is not marked read-only or idempotent. Check its effect before calling it again.`;
+export function outcomeUncertain(subject: CallSubject, exit: ExitInfo | undefined, what?: string): McpSupervisorError {
+  const happened = what ?? `exited${exitText(exit)}`;
+  const text = `The MCP server "${subject.server}" ${happened} while running "${subject.tool}". The tool may or may not have taken effect; it was not repeated automatically because it is not marked read-only or idempotent. Check its effect before calling it again.`;
   return new McpSupervisorError('OUTCOME_UNCERTAIN', text, { ...base(subject, { exit }), modelText: text, retryable: false });
+}
+
+/** The server's session was closed by a reload of its profile (the host itself is fine). */
+export function reloading(subject: CallSubject, inFlight: boolean): McpSupervisorError {
+  const text = inFlight
+    ? `The MCP server "${subject.server}" was restarted by a reload of its profile while running "${subject.tool}"; the tool is read-only or idempotent, so it is safe to call it again now.`
+    : `The MCP server "${subject.server}" is being restarted by a reload of its profile; "${subject.tool}" was not run. Try again now.`;
+  return new McpSupervisorError('RECONNECTING', text, { ...base(subject, { reload: true, inFlight }), modelText: text, retryable: true });
 }
 
 /**

@@ -33,7 +33,7 @@ import type { ToolRoute } from '../readiness/settlement.js';
 import type { CallOptions } from '../readiness/types.js';
 import { backoffDelay } from './backoff.js';
 import { type BreakerOptions, CircuitBreaker } from './breaker.js';
-import { LiveSession, SessionOpenError } from './live-session.js';
+import { LiveSession, SessionOpenError, trackDelivery } from './live-session.js';
 import * as messages from './messages.js';
 
 /** Tuning of supervised sessions. */
@@ -80,6 +80,7 @@ export type SupervisorState =
 export interface SupervisorEvents {
   'server:connected': { server: string; profiles: string[]; sessionId: number; pid?: number; resumed: boolean };
   'server:exited': { server: string; profiles: string[]; code: number | null; signal: string | null };
+  'server:disconnected': { server: string; profiles: string[] };
   'server:respawned': { server: string; profiles: string[]; pid?: number };
   'server:parked': { server: string; profiles: string[]; reason: string; nextProbeAt: number };
   'server:revived': { server: string; profiles: string[] };
@@ -100,6 +101,11 @@ export interface SupervisorContext {
   exclusionChanged(): void;
   /** The server's tool list changed (after `tools/list_changed`). */
   toolsChanged(tools: Tool[]): void;
+}
+
+/** True for the SDK's "connection closed" failure of a pending request. */
+function isConnectionClosed(error: unknown): boolean {
+  return error instanceof McpError && error.code === ErrorCode.ConnectionClosed;
 }
 
 /** Result of waiting for a connect attempt. */
@@ -335,6 +341,10 @@ export class ServerSupervisor {
     this.discard(this.resumable);
     this.resumable = undefined;
     if (respawn && this.server.transport === 'stdio') this.counters.respawns++;
+    if (this.httpSessionLost) {
+      this.httpSessionLost = false;
+      this.counters.reinitialisations++;
+    }
     // A successful initialisation, on any transport, closes the breaker.
     this.breaker.sessionEstablished();
     const profiles = this.context.profiles();
@@ -368,7 +378,12 @@ export class ServerSupervisor {
   private onSessionDeath(session: LiveSession, exit: LiveSession['exit']): void {
     this.lastExit = exit;
     this.lastStderr = session.stderrTail();
-    this.context.emit('server:exited', { server: this.server.name, profiles: this.context.profiles(), code: exit?.code ?? null, signal: exit?.signal ?? null });
+    if (this.server.transport === 'stdio') {
+      this.context.emit('server:exited', { server: this.server.name, profiles: this.context.profiles(), code: exit?.code ?? null, signal: exit?.signal ?? null });
+    } else {
+      this.httpSessionLost = true;
+      this.context.emit('server:disconnected', { server: this.server.name, profiles: this.context.profiles() });
+    }
     if (this.state.kind === 'ready' && this.state.session === session) {
       this.state = { kind: 'idle' };
       if (this.context.options.eager) this.requestConnect('warm-up');
@@ -411,7 +426,7 @@ export class ServerSupervisor {
   /** Calls a tool through the supervisor. Throws McpSupervisorError (never a raw SDK error). */
   async call(route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
     const subject = this.subject(route.tool);
-    if (this.state.kind === 'closed') throw messages.hostClosed(subject);
+    if (this.state.kind === 'closed') throw this.closedError(subject, route, false);
     if (options.signal?.aborted) throw messages.callCancelled(subject);
     const admission = this.breaker.admit();
     if (!admission.allowed) throw messages.breakerOpen(subject, this.context.options.breaker.failureThreshold, admission.probeAt, this.context.clock.now());
@@ -438,7 +453,7 @@ export class ServerSupervisor {
     let verdictPending = probe;
     try {
       // Queued behind other calls while the host closed: never start anything now.
-      if (this.isClosed()) throw messages.hostClosed(subject);
+      if (this.isClosed()) throw this.closedError(subject, route, false);
       if (options.signal?.aborted) throw messages.callCancelled(subject);
       let session = this.liveSession();
       if (!session) {
@@ -451,12 +466,21 @@ export class ServerSupervisor {
         }
         session = await this.freshSession(subject, options.signal);
       }
+      const { promise, delivery } = trackDelivery(() => this.invoke(session!, route, args, options));
       try {
-        return await this.invoke(session, route, args, options);
+        return await promise;
       } catch (error) {
-        if (this.isClosed()) throw messages.hostClosed(subject, true);
+        if (this.isClosed()) throw this.closedError(subject, route, true);
         if (this.diedDuring(session, error)) return await this.afterMidCallDeath(session, route, args, options);
-        if (this.server.transport === 'http' && httpStatusOf(error) === 404) return await this.afterForgottenSession(session, route, args, options);
+        if (this.server.transport !== 'stdio' && !options.signal?.aborted) {
+          // 404: the server forgot the session, so this request was never processed. Likewise a
+          // request whose POST never got through before the session was found lost.
+          if (httpStatusOf(error) === 404 || (!session.alive && !delivery.delivered && isConnectionClosed(error))) {
+            return await this.afterForgottenSession(session, route, args, options);
+          }
+          // Delivered, then the session was lost: the tool may have run, exactly as a mid-call death.
+          if (!session.alive && delivery.delivered && isConnectionClosed(error)) return await this.afterMidCallDeath(session, route, args, options);
+        }
         throw this.failCall(session, error, subject, options);
       }
     } finally {
@@ -467,8 +491,11 @@ export class ServerSupervisor {
   }
 
   /** One respawn request, then a bounded wait for a fresh session. */
-  private async freshSession(subject: messages.CallSubject, signal: AbortSignal | undefined): Promise<LiveSession> {
-    if (this.isClosed()) throw messages.hostClosed(subject);
+  private async freshSession(subject: messages.CallSubject, signal: AbortSignal | undefined, dead?: LiveSession): Promise<LiveSession> {
+    if (this.isClosed()) throw this.closedError(subject, undefined, false);
+    // A concurrent call may already have brought a fresh session back.
+    const current = this.liveSession();
+    if (current && current !== dead) return current;
     const lastExit = this.lastExit;
     if (this.everConnected) this.counters.respawnRequests++;
     const waiting = this.nextAttempt(this.context.options.respawnWaitMs, signal);
@@ -480,7 +507,7 @@ export class ServerSupervisor {
       throw messages.callCancelled(subject);
     }
     if (result !== 'timeout' && result.kind === 'session') return result.session;
-    if (result !== 'timeout' && result.kind === 'closed') throw messages.hostClosed(subject);
+    if (result !== 'timeout' && result.kind === 'closed') throw this.closedError(subject, undefined, false);
     this.breaker.recordFailure();
     if (result === 'timeout') {
       if (this.server.transport === 'stdio') return Promise.reject(messages.serverExited(subject, this.context.options.respawnWaitMs, lastExit, this.lastStderr));
@@ -529,16 +556,17 @@ export class ServerSupervisor {
     const subject = this.subject(route.tool);
     if (!this.isReplayable(route)) {
       this.breaker.recordFailure();
-      // Respawn in the background for the next call; this one may have run.
+      // Reconnect in the background for the next call; this one may have run.
       this.requestConnect('signal');
-      throw messages.outcomeUncertain(subject, session.exit);
+      throw messages.outcomeUncertain(subject, session.exit, this.server.transport === 'stdio' ? undefined : 'lost its session');
     }
-    const fresh = await this.freshSession(subject, options.signal);
+    const fresh = await this.freshSession(subject, options.signal, session);
     this.counters.replays++;
     try {
       return await this.invoke(fresh, route, args, options);
     } catch (error) {
-      if (this.diedDuring(fresh, error)) {
+      if (this.isClosed()) throw this.closedError(subject, route, true);
+      if (this.diedDuring(fresh, error) || (this.server.transport !== 'stdio' && !fresh.alive && isConnectionClosed(error))) {
         this.breaker.recordFailure();
         throw messages.serverExitedAgain(subject, fresh.exit, fresh.stderrTail(), true);
       }
@@ -550,13 +578,16 @@ export class ServerSupervisor {
   private async afterForgottenSession(session: LiveSession, route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
     const subject = this.subject(route.tool);
     session.abandon();
-    if (this.state.kind === 'ready' && this.state.session === session) this.state = { kind: 'idle' };
+    if (this.state.kind === 'ready' && this.state.session === session) {
+      this.state = { kind: 'idle' };
+      this.httpSessionLost = true;
+    }
     void session.kill();
-    this.counters.reinitialisations++;
-    const fresh = await this.freshSession(subject, options.signal);
+    const fresh = await this.freshSession(subject, options.signal, session);
     try {
       return await this.invoke(fresh, route, args, options);
     } catch (error) {
+      if (this.isClosed()) throw this.closedError(subject, route, true);
       throw this.failCall(fresh, error, subject, options);
     }
   }
@@ -651,8 +682,31 @@ export class ServerSupervisor {
   }
 
   /** Ends the session (stdio kill ladder to the whole group) and the loop. */
-  async close(): Promise<void> {
+  /**
+   * The error for a call that met a closed supervisor. Closed by the host: HOST_CLOSED. Closed by a
+   * reload of the profile: the host is fine, the server is being restarted — a call that was not
+   * sent gets RECONNECTING (retry it), one that was running gets OUTCOME_UNCERTAIN unless it is
+   * safe to repeat.
+   */
+  private closedError(subject: messages.CallSubject, route: ToolRoute | undefined, inFlight: boolean): McpSupervisorError {
+    if (this.closeReason === 'host') return messages.hostClosed(subject, inFlight);
+    if (inFlight && route && !this.isReplayable(route)) return messages.outcomeUncertain(subject, undefined, 'was restarted by a reload of its profile');
+    return messages.reloading(subject, inFlight);
+  }
+
+  /** The HTTP server lost the last session: the next one counts as a re-initialisation. */
+  private httpSessionLost = false;
+
+  /** Why the supervisor was closed (decides the error of calls that meet the closed state). */
+  private closeReason: 'host' | 'reload' = 'host';
+
+  /**
+   * Ends the session (stdio kill ladder to the whole group) and the loop. `reason` is `reload`
+   * when the profile is being reloaded: calls still in flight are then not told the host closed.
+   */
+  async close(reason: 'host' | 'reload' = 'host'): Promise<void> {
     if (this.state.kind === 'closed') return;
+    this.closeReason = reason;
     const session = this.liveSession() ?? (this.state.kind === 'ready' ? this.state.session : undefined);
     this.state = { kind: 'closed' };
     this.context.clock.clearTimeout(this.probeTimer);
