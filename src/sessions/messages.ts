@@ -73,6 +73,14 @@ export function outcomeUncertain(subject: CallSubject, exit: ExitInfo | undefine
   return new McpSupervisorError('OUTCOME_UNCERTAIN', text, { ...base(subject, { exit }), modelText: text, retryable: false });
 }
 
+/** An HTTP server lost the new session as well, during the one retry or replay. */
+export function sessionLostAgain(subject: CallSubject, delivered: boolean): McpSupervisorError {
+  const text = delivered
+    ? `The MCP server "${subject.server}" lost its session again while "${subject.tool}" was being retried; the tool is read-only or idempotent, so calling it again later is safe.`
+    : `The MCP server "${subject.server}" lost its session again before "${subject.tool}" could run, so the tool was not run. Try again shortly.`;
+  return new McpSupervisorError('RECONNECTING', text, { ...base(subject, { delivered }), modelText: text, retryable: true });
+}
+
 /** The server's session was closed by a reload of its profile (the host itself is fine). */
 export function reloading(subject: CallSubject, inFlight: boolean): McpSupervisorError {
   const text = inFlight

@@ -562,16 +562,30 @@ export class ServerSupervisor {
     }
     const fresh = await this.freshSession(subject, options.signal, session);
     this.counters.replays++;
+    const { promise, delivery } = trackDelivery(() => this.invoke(fresh, route, args, options));
     try {
-      return await this.invoke(fresh, route, args, options);
+      return await promise;
     } catch (error) {
       if (this.isClosed()) throw this.closedError(subject, route, true);
-      if (this.diedDuring(fresh, error) || (this.server.transport !== 'stdio' && !fresh.alive && isConnectionClosed(error))) {
+      if (this.diedDuring(fresh, error)) {
         this.breaker.recordFailure();
         throw messages.serverExitedAgain(subject, fresh.exit, fresh.stderrTail(), true);
       }
-      throw this.failCall(fresh, error, subject, options);
+      throw this.lostAgain(fresh, error, delivery.delivered, route, subject) ?? this.failCall(fresh, error, subject, options);
     }
+  }
+
+  /**
+   * The one retry (after a 404) or replay (after a lost session) failed because the HTTP server
+   * lost the new session too. No further retry: say whether the tool may have run.
+   */
+  private lostAgain(fresh: LiveSession, error: unknown, delivered: boolean, route: ToolRoute, subject: messages.CallSubject): McpSupervisorError | undefined {
+    if (this.server.transport === 'stdio') return undefined;
+    const lost = httpStatusOf(error) === 404 || (!fresh.alive && isConnectionClosed(error));
+    if (!lost) return undefined;
+    this.breaker.recordFailure();
+    if (!delivered || httpStatusOf(error) === 404 || this.isReplayable(route)) return messages.sessionLostAgain(subject, delivered);
+    return messages.outcomeUncertain(subject, undefined, 'lost its session again');
   }
 
   /** HTTP 404: the server forgot the session, so the request was never processed: re-initialise, retry once. */
@@ -584,11 +598,12 @@ export class ServerSupervisor {
     }
     void session.kill();
     const fresh = await this.freshSession(subject, options.signal, session);
+    const { promise, delivery } = trackDelivery(() => this.invoke(fresh, route, args, options));
     try {
-      return await this.invoke(fresh, route, args, options);
+      return await promise;
     } catch (error) {
       if (this.isClosed()) throw this.closedError(subject, route, true);
-      throw this.failCall(fresh, error, subject, options);
+      throw this.lostAgain(fresh, error, delivery.delivered, route, subject) ?? this.failCall(fresh, error, subject, options);
     }
   }
 
