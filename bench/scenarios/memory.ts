@@ -1,12 +1,12 @@
 /**
- * Scenario `memory`: the host process's resident memory per idle profile (discovered, no session)
+ * Scenario `memory`: the host process's retained memory per idle profile (discovered, no session)
  * and per live session, against one raw SDK client session (what a host keeps per server without
- * mcp-supervisor). Figures are RSS deltas after a forced GC (run with --expose-gc), so they are
- * approximate; the ratio is the useful part.
+ * mcp-supervisor). Figures are deltas of JS heap + external memory after forced full GCs (run with
+ * --expose-gc): RSS is dominated by worker threads and allocator slack and moves by more than a
+ * profile costs, so it would measure noise.
  */
 import { createHost } from '../../src/index.js';
 import { stdioFixtureConfig } from '../../test/helpers/fixtures.js';
-import { round2 } from '../lib/stats.js';
 import type { Scenario, ScenarioContext, ScenarioResult } from '../lib/types.js';
 import { connectRaw } from './sdk-baseline.js';
 
@@ -16,7 +16,12 @@ async function settledRss(): Promise<number> {
     gc?.();
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  return process.memoryUsage().rss / (1024 * 1024);
+  const usage = process.memoryUsage();
+  return (usage.heapUsed + usage.external) / (1024 * 1024);
+}
+
+function round3(value: number): number {
+  return Math.round(value * 1000) / 1000;
 }
 
 export const memoryScenario: Scenario = {
@@ -61,10 +66,10 @@ export const memoryScenario: Scenario = {
     const gcNote = (globalThis as { gc?: unknown }).gc ? 'with forced GC' : 'WITHOUT forced GC (run node with --expose-gc for steadier figures)';
     return {
       metrics: [
-        { name: 'per idle profile (2 servers)', unit: 'MB', value: round2(perProfile), samples: profiles, baseline: { label: 'raw SDK session', value: round2(perRawSession) } },
-        { name: 'per live session', unit: 'MB', value: round2(perSession), samples: sessions, baseline: { label: 'raw SDK session', value: round2(perRawSession) } },
+        { name: 'per idle profile (2 servers)', unit: 'MB', value: round3(perProfile), samples: profiles, baseline: { label: 'raw SDK session', value: round3(perRawSession) } },
+        { name: 'per live session', unit: 'MB', value: round3(perSession), samples: sessions, baseline: { label: 'raw SDK session', value: round3(perRawSession) } },
       ],
-      notes: [`memory: RSS deltas of the host process, ${gcNote}; server processes are not counted.`],
+      notes: [`memory: retained heap + external memory of the host process, ${gcNote}; server processes and worker threads are not counted.`],
       details: { perProfileMb: perProfile, perSessionMb: perSession, perRawSessionMb: perRawSession },
     };
   },
