@@ -73,13 +73,13 @@ export const callScenario: Scenario = {
     const cold = summarize(coldMs);
     return {
       metrics: [
-        { name: 'callTool p50', unit: 'ms', value: round2(supervised.p50), samples: supervised.n, baseline: { label: 'raw SDK p50', value: round2(bare.p50) }, target: { of: 'ratio', op: '<=', limit: 1.1 } },
+        { name: 'callTool p50', unit: 'ms', value: round2(supervised.p50), samples: supervised.n, baseline: { label: 'raw SDK p50', value: round2(bare.p50) } },
         { name: 'callTool p99', unit: 'ms', value: round2(supervised.p99), samples: supervised.n, baseline: { label: 'raw SDK p99', value: round2(bare.p99) } },
         { name: 'callTool added p50', unit: 'µs', value: round2((supervised.p50 - bare.p50) * 1000), target: { of: 'value', op: '<=', limit: 50 } },
         { name: 'first call after SIGKILL p50', unit: 'ms', value: round2(recovery.p50), samples: recovery.n, baseline: { label: 'cold spawn+initialize p50', value: round2(cold.p50) } },
         { name: 'failed calls after SIGKILL', unit: 'count', value: failedCalls, target: { of: 'value', op: '<=', limit: 0 } },
       ],
-      notes: ['call: the issue\'s target is "≤ 1.10× or +50 µs" — either row passing meets it.'],
+      notes: ['call: the target is "≤ 1.10× or +50 µs" over the raw SDK; it is judged on the added p50, the ratio of sub-0.1 ms figures swings with machine noise.'],
       details: { supervisedMs: roundSummary(supervised), rawMs: roundSummary(bare), recoveryMs: roundSummary(recovery), coldSpawnMs: roundSummary(cold) },
     };
   },

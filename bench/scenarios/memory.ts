@@ -26,7 +26,7 @@ function round3(value: number): number {
 
 export const memoryScenario: Scenario = {
   name: 'memory',
-  description: 'RSS per idle profile and per live session vs one raw SDK client session',
+  description: 'retained memory per idle profile and per live session vs one raw SDK client session',
   async run(context: ScenarioContext): Promise<ScenarioResult> {
     const profiles = context.samples(40, 8);
     const sessions = context.samples(20, 5);
