@@ -102,7 +102,8 @@ test('a body whose server hangs on initialize is retired: worker done, server an
   const dir = await mkdtemp(path.join(tmpdir(), 'mcp-supervisor-disc-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const pidFile = path.join(dir, 'pids');
-  const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000 });
+  // A generous grace: the cooperative rung alone must do it, however loaded the machine is.
+  const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000, quiesceGraceMs: 20_000 });
   const list = servers({
     hang: stdioFixtureConfig(['--hang-initialize', '--wrapper', '--pid-file', pidFile], { tag }),
     // Would answer after 400 ms, i.e. after the retirement below: its outcome must never be accepted.
