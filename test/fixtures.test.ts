@@ -80,7 +80,6 @@ test.serial('exit-at-start exits with its code and says so on stderr', async (t)
   const fixture = await startStdioFixture(['--stderr', 'hello from the fixture', '--exit-at-start', '7'], { tag });
   const exit = await fixture.exited;
   t.is(exit.code, 7);
-  t.true(exit.elapsedMs < 1000, `exited after ${exit.elapsedMs.toFixed(0)} ms`);
   const stderr = await fixture.waitForStderr(/exiting at start with code 7/);
   t.regex(stderr, /hello from the fixture/);
 });
@@ -226,8 +225,8 @@ test('crash-loop with --healthy-starts: healthy first, then dies right after the
 
   const second = await startStdioFixture(flags, { tag });
   const exit = await second.exited;
+  // How fast it dies is pinned by the crash-loop test above; here: the second start crashes.
   t.is(exit.code, 1);
-  t.true(exit.elapsedMs < 1000, `respawn died after ${exit.elapsedMs.toFixed(0)} ms`);
   t.is(readFileSync(state, 'utf8').trim(), '2');
 });
 
