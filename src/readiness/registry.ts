@@ -162,23 +162,20 @@ export class ReadinessRegistry {
   // ---------------------------------------------------------------- views
 
   private liveView(entry: Entry, extra: { waitTimedOut?: boolean } = {}): ReadinessView {
-    const status =
-      entry.configError !== undefined ? 'failed' : entry.phase === 'idle' && entry.generation === 0 && !entry.config ? 'idle' : statusOf(entry.config, this.liveOutcomes(entry));
+    let status: ReadinessView['status'];
+    if (entry.configError) status = 'failed';
+    else if (entry.phase !== 'idle') status = 'pending';
+    else status = entry.config ? statusOf(entry.config, entry.outcomes) : 'idle';
     return buildView({
       key: entry.key,
       generation: entry.generation,
       config: entry.config,
-      outcomes: this.liveOutcomes(entry),
+      outcomes: entry.outcomes,
       failures: entry.failures,
-      status: status === 'ready' || status === 'degraded' || status === 'failed' ? (entry.phase === 'idle' ? status : 'pending') : status,
+      status,
       ...(extra.waitTimedOut ? { waitTimedOut: true } : {}),
       ...(entry.configError ? { error: entry.configError } : {}),
     });
-  }
-
-  /** Outcomes as of now: in-flight servers without an outcome yet are pending. */
-  private liveOutcomes(entry: Entry): ReadonlyMap<string, ServerOutcome> {
-    return entry.outcomes;
   }
 
   /** The entry's view right now. Never blocks, never starts anything. */
