@@ -19,6 +19,7 @@ import { McpSupervisorError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import type { DiscoveryDriver } from './readiness/driver.js';
 import { type ReadinessEvents, ReadinessRegistry, type ReloadResult } from './readiness/registry.js';
+import { serverToolKey } from './readiness/settlement.js';
 import { createTurn, withErrorsAsResults } from './readiness/turn.js';
 import type { CallOptions, ReadinessView, Turn, WaitOptions } from './readiness/types.js';
 import { SessionManager } from './sessions/manager.js';
@@ -230,7 +231,7 @@ export function createHost(options: HostOptions = {}): Host {
         if (!server) {
           throw new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${serverName}" is not configured in profile "${key}".`, { profile: key, server: serverName, retryable: false });
         }
-        const route = [...catalog.routes.values()].find((candidate) => candidate.server === serverName && candidate.tool === tool);
+        const route = catalog.byServerTool.get(serverToolKey(serverName, tool));
         if (!route && view.servers[serverName]?.status === 'ready') {
           throw new McpSupervisorError('UNKNOWN_TOOL', `The MCP server "${serverName}" has no tool "${tool}".`, { profile: key, server: serverName, retryable: false });
         }

@@ -28,7 +28,15 @@ export interface ToolRoute {
 /** Everything a turn needs, frozen once per settlement. */
 export interface TurnCatalog {
   readonly tools: readonly TurnTool[];
+  /** By model-facing name. */
   readonly routes: ReadonlyMap<string, ToolRoute>;
+  /** By `server\0tool`, for calls made without a turn. */
+  readonly byServerTool: ReadonlyMap<string, ToolRoute>;
+}
+
+/** The key of {@link TurnCatalog.byServerTool}. */
+export function serverToolKey(server: string, tool: string): string {
+  return `${server}\0${tool}`;
 }
 
 /** Recursively freezes plain data (tool schemas arrive as fresh structured clones, owned by us). */
@@ -147,6 +155,7 @@ export function buildCatalog(config: ProfileConfig | undefined, outcomes: Readon
   }
   const names = assignToolNames(entries.map(({ server, tool }) => ({ server, tool: tool.name })));
   const routes = new Map<string, ToolRoute>();
+  const byServerTool = new Map<string, ToolRoute>();
   const tools = entries.map(({ server, tool }, index) => {
     const name = names[index]!;
     const turnTool: TurnTool = {
@@ -159,8 +168,10 @@ export function buildCatalog(config: ProfileConfig | undefined, outcomes: Readon
       ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
       ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
     };
-    routes.set(name, { server, tool: tool.name, ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }) });
+    const route: ToolRoute = { server, tool: tool.name, ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }) };
+    routes.set(name, route);
+    byServerTool.set(serverToolKey(server, tool.name), route);
     return turnTool;
   });
-  return { tools: deepFreeze(tools), routes };
+  return { tools: deepFreeze(tools), routes, byServerTool };
 }
