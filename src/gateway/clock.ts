@@ -7,14 +7,16 @@
  * them deterministic and lets them run concurrently.
  */
 
-/** A source of wall-clock milliseconds (same unit and origin as `Date.now()`). */
-export interface Clock {
-  /** The current time in milliseconds since the Unix epoch. */
-  now(): number;
-}
+import type { Clock as HostClock } from '../clock.js';
 
-/** The real clock. */
-export const systemClock: Clock = Object.freeze({ now: () => Date.now() });
+/**
+ * A source of wall-clock milliseconds (same unit and origin as `Date.now()`): the `now` part of
+ * the host's {@link HostClock}, so one injected clock serves both the host and its gateway.
+ */
+export type Clock = Pick<HostClock, 'now'>;
+
+/** The real clock (the host's). */
+export { systemClock } from '../clock.js';
 
 /** Schedules a repeating callback; the watchdog runner uses it for its sweeps. */
 export interface IntervalScheduler {

@@ -5,7 +5,7 @@
  * decides whether a tool call is sent, retried, replayed or refused:
  *
  * - connect loop: single-flight, exponential backoff with jitter, a reconnect budget that only a
- *   *proven* session (a successful call or ping) refills — sessions that come up and die before
+ *   *proven* session (a successful call) refills — sessions that come up and die before
  *   proving themselves spend it too; when the budget is spent it parks, keeps probing on a timer
  *   and revives at once on a signal. While the breaker is open its cooldown replaces the backoff:
  *   the half-open probe signals the next attempt, whose outcome is the probe's verdict. The
@@ -237,7 +237,7 @@ export class ServerSupervisor {
     for (;;) {
       if (this.state.kind === 'closed') return;
       if (this.attemptsSinceProven >= this.context.options.reconnectBudget) {
-        // Sessions came up but died before any call or ping succeeded: connecting alone never
+        // Sessions came up but died before any call succeeded: connecting alone never
         // refills the budget, so a server that dies on every call parks instead of churning.
         const exit = this.lastExit;
         this.park({
@@ -416,7 +416,7 @@ export class ServerSupervisor {
     });
   }
 
-  /** Marks the last session proven (a call or ping succeeded): the reconnect budget is refilled. */
+  /** Marks the last session proven (a call succeeded): the reconnect budget is refilled. */
   private proven(): void {
     this.attemptsSinceProven = 0;
   }
@@ -664,20 +664,6 @@ export class ServerSupervisor {
   }
 
   // ------------------------------------------------------------------ lifecycle
-
-  /** Proves the session with a ping (used by probes and tests); refills the budget on success. */
-  async ping(): Promise<boolean> {
-    const session = this.liveSession();
-    if (!session) return false;
-    try {
-      await session.client.ping({ timeout: this.connectTimeoutMs() });
-      this.proven();
-      this.breaker.recordSuccess();
-      return true;
-    } catch {
-      return false;
-    }
-  }
 
   /** Counters and state for `host.stats()`. */
   stats(): SupervisorStats {
