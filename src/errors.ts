@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'UNKNOWN_TOOL'
   | 'UNKNOWN_PROFILE'
   | 'INVALID_CONFIG'
+  | 'INVALID_ARGUMENTS'
   | 'RELOAD_ABORTED'
   | 'RETRY_REFUSED'
   | 'HOST_CLOSED'

@@ -7,8 +7,10 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { type Clock, systemClock } from './clock.js';
+import { type AuthProviderFactory, AuthRegistry, type AuthRequiredEvent } from './client/auth.js';
+import { DEFAULT_CLIENT_INFO } from './client/info.js';
+import { type ClientOptions, ClientSides, type ResolvedClientOptions } from './client/sides.js';
 import { type Environment } from './config/expand.js';
 import { loadProfileFile } from './config/load.js';
 import { parseProfileConfig } from './config/parse.js';
@@ -49,11 +51,19 @@ export interface HostOptions {
    */
   loadProfile?: (key: string, signal: AbortSignal) => Promise<unknown>;
   discovery?: HostDiscoveryOptions;
-  sessions?: Partial<Omit<SessionOptions, 'breaker' | 'connectTimeoutMs' | 'authProvider'>> & {
-    /** OAuth provider for HTTP servers (SDK `OAuthClientProvider`). */
-    authProvider?: (server: ServerConfig) => OAuthClientProvider | undefined;
-  };
+  sessions?: Partial<Omit<SessionOptions, 'breaker' | 'connectTimeoutMs'>>;
   breaker?: Partial<BreakerOptions>;
+  /**
+   * The client the host presents to its servers: `clientInfo` and the handlers of requests servers
+   * send back. A capability is declared exactly when its handler is given.
+   */
+  client?: ClientOptions;
+  /**
+   * OAuth for HTTP servers: `provider(ctx)` returns the SDK `OAuthClientProvider` of one
+   * (profile, server) — one per pair, so tenants never share tokens — or undefined for none.
+   * Discovery and sessions both use it; `finishAuth` completes a code flow.
+   */
+  auth?: { provider: AuthProviderFactory };
   /** Variables for `${VAR}` expansion. Default `process.env`. */
   env?: Environment;
   /** Directory relative profile paths resolve against. Default `process.cwd()`. */
@@ -66,8 +76,14 @@ export interface HostOptions {
   discoveryDriver?: DiscoveryDriver;
 }
 
+/** Events of the client side. */
+export interface ClientEvents {
+  /** A server needs the user to authorise: the OAuth provider was sent to `authorizationUrl`. */
+  'server:auth-required': AuthRequiredEvent;
+}
+
 /** Every event a host emits, with its payload. */
-export type HostEvents = ReadinessEvents & SupervisorEvents;
+export type HostEvents = ReadinessEvents & SupervisorEvents & ClientEvents;
 
 /** The host's statistics. */
 export interface HostStats {
@@ -90,6 +106,13 @@ export interface Host {
   callTool(ref: string | undefined, server: string, tool: string, args?: Record<string, unknown>, options?: CallOptions): Promise<CallToolResult>;
   /** Re-discovers a profile now (after quiescing the running discovery). */
   retry(ref?: string, options?: WaitOptions): Promise<ReadinessView>;
+  /**
+   * Completes the OAuth code flow of an HTTP server with the authorization code the user's browser
+   * brought back, then re-discovers that server; resolves with the profile's view once it settled.
+   * @throws McpSupervisorError `AUTH_REQUIRED` when the code exchange fails, `UNKNOWN_SERVER`,
+   *   `INVALID_ARGUMENTS` (not an HTTP server, or no code), `INVALID_CONFIG` (no `auth.provider`)
+   */
+  finishAuth(ref: string | undefined, server: string, authorizationCode: string, options?: WaitOptions): Promise<ReadinessView>;
   /** Re-reads configs and restarts discovery of one or every profile; `profiles` replaces listed ones. */
   reload(ref?: string, options?: { profiles?: Record<string, unknown> }): Promise<ReloadResult>;
   stats(): HostStats;
@@ -132,8 +155,36 @@ function resolveSessionOptions(options: HostOptions, connectTimeoutMs: number): 
       failureThreshold: positive('breaker.failureThreshold', options.breaker?.failureThreshold, 5),
       cooldownMs: positive('breaker.cooldownMs', options.breaker?.cooldownMs, 30_000),
     },
-    ...(sessions.authProvider ? { authProvider: sessions.authProvider } : {}),
   };
+}
+
+function invalidOption(name: string, expected: string, value: unknown): McpSupervisorError {
+  const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  return new McpSupervisorError('INVALID_CONFIG', `Expected \`${name}\` to be ${expected}, got ${type}`);
+}
+
+/** Validates `client` (handlers must be functions, `info` a name and a version). */
+function resolveClientOptions(client: ClientOptions | undefined): ResolvedClientOptions {
+  if (client === undefined) return { info: DEFAULT_CLIENT_INFO };
+  if (typeof client !== 'object' || client === null) throw invalidOption('client', 'an object', client);
+  const info = client.info ?? DEFAULT_CLIENT_INFO;
+  if (typeof info !== 'object' || info === null || typeof info.name !== 'string' || info.name === '' || typeof info.version !== 'string') {
+    throw invalidOption('client.info', 'an object with a non-empty `name` and a `version` string', info);
+  }
+  if (client.elicitation !== undefined && typeof client.elicitation !== 'function') throw invalidOption('client.elicitation', 'a function', client.elicitation);
+  return { info: Object.freeze({ ...info }), ...(client.elicitation ? { elicitation: client.elicitation } : {}) };
+}
+
+/** Validates `auth`. */
+function resolveAuthFactory(auth: HostOptions['auth']): AuthProviderFactory | undefined {
+  if (auth === undefined) return undefined;
+  if (typeof auth !== 'object' || auth === null || typeof auth.provider !== 'function') throw invalidOption('auth.provider', 'a function', auth?.provider);
+  return auth.provider;
+}
+
+/** A server of a config by its own name (never an inherited property such as `constructor`). */
+function serverNamed(config: ProfileConfig | undefined, name: string): ServerConfig | undefined {
+  return config && Object.hasOwn(config.servers, name) ? config.servers[name] : undefined;
 }
 
 /** Parses every listed profile (all or nothing), keyed by canonical key. */
@@ -176,10 +227,14 @@ export function createHost(options: HostOptions = {}): Host {
   const retryCooldownMs = positive('discovery.retryCooldownMs', discoveryOptions.retryCooldownMs, 30_000);
   const maxRetryCooldownMs = positive('discovery.maxRetryCooldownMs', discoveryOptions.maxRetryCooldownMs, 600_000);
   const coordinatorOptions: DiscoveryOptions = { ...discoveryOptions };
-  const driver = options.discoveryDriver ?? new DiscoveryCoordinator(coordinatorOptions);
+  const clientOptions = resolveClientOptions(options.client);
+  const authFactory = resolveAuthFactory(options.auth);
+  const events = new TypedEmitter<HostEvents>();
+  const auth = new AuthRegistry(authFactory, (payload) => events.emit('server:auth-required', payload));
+  const sides = new ClientSides(clientOptions, auth);
+  const driver = options.discoveryDriver ?? new DiscoveryCoordinator(coordinatorOptions, sides);
   const connectTimeoutMs = driver instanceof DiscoveryCoordinator ? driver.options.connectTimeoutMs : positive('discovery.connectTimeoutMs', discoveryOptions.connectTimeoutMs, 15_000);
   const sessionOptions = resolveSessionOptions(options, connectTimeoutMs);
-  const events = new TypedEmitter<HostEvents>();
 
   const loadConfig = async (key: string, signal: AbortSignal): Promise<ProfileConfig | undefined> => {
     const known = listed.get(key);
@@ -200,9 +255,15 @@ export function createHost(options: HostOptions = {}): Host {
     clock,
     events,
     (key, server, tools) => registry?.replaceServerTools(key, server, tools),
+    sides,
     options.random,
   );
-  registry = new ReadinessRegistry(driver, sessions, loadConfig, clock, { readinessCapMs, retryCooldownMs, maxRetryCooldownMs }, events);
+  registry = new ReadinessRegistry(driver, sessions, loadConfig, clock, { readinessCapMs, retryCooldownMs, maxRetryCooldownMs }, events, {
+    authorizationUrl: (key, name) => {
+      const server = serverNamed(registry?.configOf(key), name);
+      return server ? sides.pendingAuthorization(key, server) : undefined;
+    },
+  });
   const readiness = registry;
   let closed = false;
 
@@ -241,6 +302,23 @@ export function createHost(options: HostOptions = {}): Host {
     retry(ref?: string, waitOptions: WaitOptions = {}): Promise<ReadinessView> {
       return readiness.retry(keyOf(ref), waitOptions);
     },
+    async finishAuth(ref, serverName, authorizationCode, waitOptions = {}): Promise<ReadinessView> {
+      const key = keyOf(ref);
+      if (typeof authorizationCode !== 'string' || authorizationCode === '') {
+        throw new McpSupervisorError('INVALID_ARGUMENTS', 'Expected `authorizationCode` to be a non-empty string', { profile: key, server: String(serverName), retryable: false });
+      }
+      await readiness.wait(key, waitOptions.signal ? { signal: waitOptions.signal } : {});
+      const server = serverNamed(readiness.configOf(key), serverName);
+      if (!server) {
+        throw new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${serverName}" is not configured in profile "${key}".`, { profile: key, server: serverName, retryable: false });
+      }
+      if (server.transport === 'stdio') {
+        throw new McpSupervisorError('INVALID_ARGUMENTS', `The MCP server "${serverName}" is a stdio server; OAuth applies to HTTP servers only.`, { profile: key, server: serverName, retryable: false });
+      }
+      await auth.finish(key, server, authorizationCode);
+      sessions.revive(key);
+      return readiness.rediscover(key, [serverName], 'authorization finished', waitOptions);
+    },
     async reload(ref?: string, reloadOptions: { profiles?: Record<string, unknown> } = {}): Promise<ReloadResult> {
       let replaced: Map<string, ProfileConfig> | undefined;
       if (reloadOptions.profiles) replaced = parseListedProfiles(reloadOptions.profiles, keyOptions, env);
@@ -267,6 +345,7 @@ export function createHost(options: HostOptions = {}): Host {
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      auth.close();
       await readiness.close();
     },
   };

@@ -12,12 +12,13 @@ import { join } from 'node:path';
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { ClientOptions } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ErrorCode, LATEST_PROTOCOL_VERSION, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { BASE_TOOL_NAMES } from './fixtures/tools.js';
+import { BASE_TOOL_NAMES, ELICIT_MESSAGE, ELICIT_SCHEMA, NO_ELICITATION_TEXT } from './fixtures/tools.js';
 import {
   refusedUrl,
   reapTag,
@@ -389,6 +390,252 @@ test('HTTP fixture: the legacy SSE endpoint works too', async (t) => {
   t.teardown(() => client.close());
   t.is(textOf(await client.callTool({ name: 'echo', arguments: { text: 'sse' } })), 'sse');
   t.like(await fixture.stats(), { initializes: 1, sseSessions: 1 });
+});
+
+// --- Stateless mode, GET answers, unknown sessions, dropped answers, new tools -------------
+
+const rawHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+/** A raw `tools/call` request body. */
+function rawCall(id: number, name: string, args: Record<string, unknown> = {}): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+}
+
+/**
+ * initialize + notifications/initialized with plain `fetch`; returns the headers later requests
+ * need (session id, if the server issued one, and protocol version).
+ */
+async function rawSession(url: string): Promise<Record<string, string>> {
+  const init = await fetch(url, {
+    method: 'POST',
+    headers: rawHeaders,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo } }),
+  });
+  const text = await init.text();
+  if (init.status !== 200) throw new Error(`initialize: HTTP ${init.status} ${text}`);
+  const sessionId = init.headers.get('mcp-session-id');
+  const headers: Record<string, string> = { ...rawHeaders, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+  if (sessionId !== null) headers['mcp-session-id'] = sessionId;
+  const initialized = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+  await initialized.text();
+  if (initialized.status !== 202) throw new Error(`notifications/initialized: HTTP ${initialized.status}`);
+  return headers;
+}
+
+async function connectHttp(t: ExecutionContext, url: string, options?: ClientOptions): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const client = new Client(clientInfo, options);
+  client.onerror = () => {};
+  await client.connect(transport);
+  t.teardown(() => client.close());
+  return { client, transport };
+}
+
+test('HTTP fixture --stateless: no session id ever, calls work from two clients, counters add up', async (t) => {
+  const tag = useFixtureTag(t);
+  const fixture = await startHttpFixture(['--stateless'], { tag });
+  t.teardown(() => fixture.stop());
+  const a = await connectHttp(t, fixture.url);
+  const b = await connectHttp(t, fixture.url);
+  t.is(a.transport.sessionId, undefined);
+  t.is(b.transport.sessionId, undefined);
+  // One FixtureState behind the per-request servers: the counter is shared.
+  t.deepEqual((await a.client.callTool({ name: 'increment', arguments: {} })).structuredContent, { value: 1 });
+  t.deepEqual((await b.client.callTool({ name: 'increment', arguments: {} })).structuredContent, { value: 2 });
+  t.is(textOf(await b.client.callTool({ name: 'echo', arguments: { text: 'stateless' } })), 'stateless');
+  // A per-request server never saw the client's initialize.
+  t.deepEqual((await a.client.callTool({ name: 'client_info', arguments: {} })).structuredContent, { capabilities: null, clientInfo: null });
+
+  const init = await fetch(fixture.url, {
+    method: 'POST',
+    headers: rawHeaders,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo } }),
+  });
+  t.is(init.status, 200);
+  t.is(init.headers.get('mcp-session-id'), null);
+  await init.text();
+  // No initialize needed on this connection's requests either: a bare tools/call is answered.
+  const bare = await fetch(fixture.url, { method: 'POST', headers: { ...rawHeaders, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION }, body: rawCall(2, 'read_once') });
+  t.is(bare.status, 200);
+  t.is(bare.headers.get('mcp-session-id'), null);
+  t.regex(await bare.text(), /"structuredContent":\{"count":1\}/);
+
+  const stats = await fixture.stats();
+  t.like(stats, { initializes: 3, toolCalls: 5, sessions: 0, dropped: 0 });
+  t.deepEqual(stats.executions, { increment: 2, echo: 1, client_info: 1, read_once: 1 });
+});
+
+test('HTTP fixture: GET /mcp answers 405 (stateless default, or --get-status 405) or 404 (--get-status 404), counted in stats', async (t) => {
+  const tag = useFixtureTag(t);
+  const [stateless, notFound, stateful405, stateful404, plain] = await Promise.all([
+    startHttpFixture(['--stateless'], { tag }),
+    startHttpFixture(['--stateless', '--get-status', '404'], { tag }),
+    startHttpFixture(['--get-status', '405'], { tag }),
+    startHttpFixture(['--get-status', '404', '--json-response'], { tag }),
+    startHttpFixture([], { tag }),
+  ]);
+  for (const fixture of [stateless, notFound, stateful405, stateful404, plain]) t.teardown(() => fixture.stop());
+  const get = (url: string, headers: Record<string, string> = rawHeaders) => fetch(url, { headers: { ...headers, accept: 'text/event-stream' } });
+
+  const methodNotAllowed = async (response: Response) => {
+    t.is(response.status, 405);
+    t.is(response.headers.get('allow'), 'POST, DELETE');
+    t.like(await response.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null });
+  };
+  const expressNotFound = async (response: Response) => {
+    t.is(response.status, 404);
+    t.is(response.headers.get('content-type'), 'text/html; charset=utf-8');
+    const body = await response.text();
+    t.regex(body, /^<!DOCTYPE html>\n/);
+    t.true(body.includes('<pre>Cannot GET /mcp</pre>'), body);
+  };
+  await methodNotAllowed(await get(stateless.url));
+  await expressNotFound(await get(notFound.url));
+  // Stateful: with a valid session id the flag's status replaces the standalone stream.
+  await methodNotAllowed(await get(stateful405.url, await rawSession(stateful405.url)));
+  await expressNotFound(await get(stateful404.url, await rawSession(stateful404.url)));
+  // Without the flag a stateful GET still opens the stream.
+  const stream = await get(plain.url, await rawSession(plain.url));
+  t.is(stream.status, 200);
+  t.regex(stream.headers.get('content-type') ?? '', /^text\/event-stream/);
+  await stream.body?.cancel();
+
+  for (const fixture of [stateless, notFound, stateful405, stateful404, plain]) t.is((await fixture.stats()).gets, 1);
+
+  // The SDK client takes 405 as "no standalone stream" silently, and reports a 404 through onerror.
+  const quiet = await connectHttp(t, stateless.url);
+  t.is(textOf(await quiet.client.callTool({ name: 'echo', arguments: { text: 'no stream' } })), 'no stream');
+  const client = new Client(clientInfo);
+  const getFailed = new Promise<Error>((resolve) => {
+    client.onerror = resolve;
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(stateful404.url)));
+  t.teardown(() => client.close());
+  const error = await getFailed;
+  t.true(error instanceof StreamableHTTPError);
+  t.is((error as StreamableHTTPError).code, 404);
+  t.is(textOf(await client.callTool({ name: 'echo', arguments: { text: 'still works' } })), 'still works');
+});
+
+test('HTTP fixture --unknown-session-status 400: an unknown session gets what server-everything answers', async (t) => {
+  const tag = useFixtureTag(t);
+  const fixture = await startHttpFixture(['--unknown-session-status', '400'], { tag });
+  t.teardown(() => fixture.stop());
+  const raw = await fetch(fixture.url, {
+    method: 'POST',
+    headers: { ...rawHeaders, 'mcp-session-id': 'no-such-session', 'mcp-protocol-version': LATEST_PROTOCOL_VERSION },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+  });
+  t.is(raw.status, 400);
+  t.is(await raw.text(), '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}');
+
+  const { client } = await connectHttp(t, fixture.url);
+  t.is(textOf(await client.callTool({ name: 'echo', arguments: { text: 'before' } })), 'before');
+  t.is(await fixture.forgetSessions(), 1);
+  const error = await t.throwsAsync(client.callTool({ name: 'echo', arguments: { text: 'after' } }));
+  t.true(error instanceof StreamableHTTPError);
+  t.is((error as StreamableHTTPError).code, 400);
+});
+
+test('HTTP-only flags: bad statuses and contradictions are usage errors, and the stdio fixture refuses them', async (t) => {
+  const tag = useFixtureTag(t);
+  for (const flags of [['--get-status', '200'], ['--unknown-session-status', '401'], ['--stateless', '--unknown-session-status', '400']]) {
+    const error = await t.throwsAsync(startHttpFixture(flags, { tag }));
+    t.regex(error?.message ?? '', /exited \(code 64/, flags.join(' '));
+  }
+  for (const flags of [['--stateless'], ['--drop-in-tool', 'echo'], ['--get-status', '405']]) {
+    const fixture = await startStdioFixture(flags, { tag });
+    t.is((await fixture.exited).code, 64, flags.join(' '));
+    t.regex(await fixture.waitForStderr(/usage error/), /only for the HTTP fixture/);
+  }
+});
+
+for (const [label, mode] of [['SSE answers', []], ['--json-response', ['--json-response']]] as const) {
+  test(`HTTP fixture --drop-in-tool (${label}): the tool runs, the connection dies instead of the answer, the server serves on`, async (t) => {
+    const tag = useFixtureTag(t);
+    const sideEffects = join(scratch(t), 'side-effects.log');
+    const fixture = await startHttpFixture(['--drop-in-tool', 'increment', ...mode], { tag, env: { MCP_FIXTURE_SIDE_EFFECT_FILE: sideEffects } });
+    t.teardown(() => fixture.stop());
+    const headers = await rawSession(fixture.url);
+    const error = await t.throwsAsync(fetch(fixture.url, { method: 'POST', headers, body: rawCall(1, 'increment') }));
+    t.is((error?.cause as { code?: string } | undefined)?.code, 'UND_ERR_SOCKET', 'no status line: the fetch itself fails');
+    t.deepEqual(readFileSync(sideEffects, 'utf8').trim().split('\n'), [`${fixture.pid} increment 1`]);
+    const stats = await fixture.stats();
+    t.like(stats, { dropped: 1, toolCalls: 1 });
+    t.deepEqual(stats.executions, { increment: 1 });
+
+    // Same session, other tools: answered.
+    const echoed = await fetch(fixture.url, { method: 'POST', headers, body: rawCall(2, 'echo', { text: 'raw after drop' }) });
+    t.is(echoed.status, 200);
+    t.regex(await echoed.text(), /raw after drop/);
+    // The SDK client: the dropped call rejects, the next one works.
+    const { client } = await connectHttp(t, fixture.url);
+    await t.throwsAsync(client.callTool({ name: 'increment', arguments: {} }));
+    t.is(textOf(await client.callTool({ name: 'echo', arguments: { text: 'sdk after drop' } })), 'sdk after drop');
+    t.is(readFileSync(sideEffects, 'utf8').trim().split('\n').length, 2, 'the dropped call ran');
+    const after = await fixture.stats();
+    t.like(after, { dropped: 2, toolCalls: 4 });
+    t.deepEqual(after.executions, { increment: 2, echo: 2 });
+    t.is(procState(fixture.pid), 'alive');
+  });
+}
+
+test('elicit: the client answers the form, with defaults applied by the client SDK (stdio and HTTP)', async (t) => {
+  const tag = useFixtureTag(t);
+  const http = await startHttpFixture([], { tag });
+  t.teardown(() => http.stop());
+  const stdio = await startStdioFixture([], { tag });
+  t.teardown(() => stdio.stop());
+  const options: ClientOptions = { capabilities: { elicitation: { form: { applyDefaults: true } } } };
+  const clients = [
+    (await connectHttp(t, http.url, options)).client,
+    await stdio.connect(options),
+  ];
+  for (const client of clients) {
+    const asked: unknown[] = [];
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request.params);
+      return { action: 'accept', content: {} };
+    });
+    const result = await client.callTool({ name: 'elicit', arguments: {} });
+    t.falsy(result.isError);
+    t.deepEqual(result.structuredContent, { action: 'accept', content: { name: 'Ada', count: 3, color: 'green' } });
+    t.deepEqual(JSON.parse(textOf(result)), result.structuredContent);
+    t.like(asked, [{ mode: 'form', message: ELICIT_MESSAGE, requestedSchema: ELICIT_SCHEMA }]);
+  }
+  await clients[1]?.close();
+  t.deepEqual((await http.stats()).executions, { elicit: 1 });
+});
+
+test('elicit: a client without the elicitation capability gets isError and no request', async (t) => {
+  const tag = useFixtureTag(t);
+  const client = await connectStdio(t, [], tag);
+  const asked: string[] = [];
+  client.fallbackRequestHandler = async (request) => {
+    asked.push(request.method);
+    throw new McpError(ErrorCode.MethodNotFound, `unexpected ${request.method}`);
+  };
+  const result = await client.callTool({ name: 'elicit', arguments: {} });
+  t.true(result.isError);
+  t.is(textOf(result), NO_ELICITATION_TEXT);
+  t.deepEqual(asked, []);
+});
+
+test('client_info echoes the declared capabilities and client info; read_once counts its executions', async (t) => {
+  const tag = useFixtureTag(t);
+  const fixture = await startHttpFixture([], { tag });
+  t.teardown(() => fixture.stop());
+  const capabilities = { elicitation: { form: { applyDefaults: true } }, roots: { listChanged: true } };
+  const { client } = await connectHttp(t, fixture.url, { capabilities });
+  const byName = new Map((await client.listTools()).tools.map((tool) => [tool.name, tool]));
+  t.true(byName.get('client_info')?.annotations?.readOnlyHint);
+  t.true(byName.get('read_once')?.annotations?.readOnlyHint);
+  t.is(byName.get('elicit')?.annotations, undefined);
+
+  t.deepEqual((await client.callTool({ name: 'client_info', arguments: {} })).structuredContent, { capabilities, clientInfo });
+  t.deepEqual((await client.callTool({ name: 'read_once', arguments: {} })).structuredContent, { count: 1 });
+  t.deepEqual((await client.callTool({ name: 'read_once', arguments: {} })).structuredContent, { count: 2 });
+  t.deepEqual((await fixture.stats()).executions, { client_info: 1, read_once: 2 });
 });
 
 test('leak guard: reapTag finds and kills leaked processes, detached or not', async (t) => {

@@ -11,6 +11,9 @@
 import { threadId } from 'node:worker_threads';
 import PQueue from 'p-queue';
 import { McpSupervisorError, describeError } from '../errors.js';
+import { WorkerRpc, remoteSide } from '../client/remote.js';
+import { DEFAULT_CLIENT_INFO } from '../client/info.js';
+import type { ClientSideDescriptor } from '../connection/client-side.js';
 import { discoverServer } from './server-discovery.js';
 import { EntrySlots } from './slots.js';
 import type { BodyMessage, BodyResult, DiscoveryTask, SettledOutcome } from './types.js';
@@ -42,6 +45,8 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
   void slots.waitForCancel(generation, () => finished).then(() => {
     if (!finished) retired.abort(new Error('generation retired'));
   });
+  // Handlers and the OAuth provider live on the main thread: the servers' requests go there.
+  const rpc = new WorkerRpc(port, generation, retired.signal);
   const releasing = new Map<Promise<void>, () => Promise<void>>();
   const queue = new PQueue({ concurrency: task.serverConcurrency });
   retired.signal.addEventListener(
@@ -63,7 +68,8 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
         continue;
       }
       void queue.add(async () => {
-        const outcome: SettledOutcome = await discoverServer(server, {
+        const descriptor: ClientSideDescriptor = task.sides.get(server.name) ?? { info: DEFAULT_CLIENT_INFO, capabilities: {}, elicitation: false };
+        const outcome: SettledOutcome = await discoverServer(server, remoteSide(server.name, descriptor, rpc), {
           connectTimeoutMs: task.connectTimeoutMs,
           signal: retired.signal,
           isCurrent: () => slots.isCurrent(generation),

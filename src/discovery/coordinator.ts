@@ -20,7 +20,11 @@ import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { ServerConfig } from '../config/types.js';
+import { DEFAULT_CLIENT_INFO } from '../client/info.js';
+import type { RpcReply, RpcRequest } from '../client/remote.js';
+import type { ClientSideDescriptor, SideCall } from '../connection/client-side.js';
 import { McpSupervisorError, describeError } from '../errors.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { processState, runningGroupMembers, signalGroup } from '../process/proc.js';
 import { EntrySlots, PID_SLOTS } from './slots.js';
 import type { BodyMessage, BodyResult, BodyTestHooks, DiscoveryTask, SettledOutcome } from './types.js';
@@ -66,6 +70,22 @@ export function resolveDiscoveryOptions(options: DiscoveryOptions = {}): Resolve
     quiesceHardWaitMs: positiveInteger('quiesceHardWaitMs', options.quiesceHardWaitMs, 2000),
   };
 }
+
+/**
+ * The host's client side, as discovery needs it: a plain-data description of each server's side
+ * for the worker, and the main-thread answer to every call the worker forwards (elicitation,
+ * OAuth provider, challenges).
+ */
+export interface DiscoverySides {
+  describe(key: string, server: ServerConfig): ClientSideDescriptor;
+  serve(key: string, server: ServerConfig, call: SideCall, signal: AbortSignal): Promise<unknown>;
+}
+
+/** No handlers, no auth: what a coordinator built without a host declares. */
+const BARE_SIDES: DiscoverySides = {
+  describe: () => ({ info: DEFAULT_CLIENT_INFO, capabilities: {}, elicitation: false }),
+  serve: () => Promise.reject(new Error('no client-side handlers are configured')),
+};
 
 /** Callbacks of one discovery run; called only for messages of the still-current generation. */
 export interface RunHandlers {
@@ -162,7 +182,10 @@ export class DiscoveryCoordinator {
     killMs: [],
   };
 
-  constructor(options: DiscoveryOptions = {}) {
+  constructor(
+    options: DiscoveryOptions = {},
+    private readonly sides: DiscoverySides = BARE_SIDES,
+  ) {
     this.options = resolveDiscoveryOptions(options);
     this.pool = new Piscina<DiscoveryTask, BodyResult>({
       filename: fileURLToPath(new URL('../../workers/discovery-body.js', import.meta.url)),
@@ -231,12 +254,20 @@ export class DiscoveryCoordinator {
       doneReported = true;
       handlers.onDone(error === undefined ? { generation } : { generation, error });
     };
+    const calls = new Map<number, AbortController>();
+    const byName = new Map(servers.map((server) => [server.name, server]));
     channel.port1.on('message', (message: BodyMessage) => {
-      if (message.generation !== generation || !entry.slots.isCurrent(generation)) {
-        this.droppedStale++;
+      if (message.type === 'rpc-cancel') {
+        calls.get(message.id)?.abort(new Error('the server withdrew the request'));
         return;
       }
-      if (message.type === 'started') handlers.onStarted?.({ generation, threadId: message.threadId });
+      if (message.generation !== generation || !entry.slots.isCurrent(generation)) {
+        this.droppedStale++;
+        if (message.type === 'rpc' && message.id !== 0) channel.port1.postMessage({ type: 'rpc-reply', id: message.id, ok: false, error: { message: 'discovery was retired' } });
+        return;
+      }
+      if (message.type === 'rpc') this.serveCall(key, byName, message, calls, channel.port1);
+      else if (message.type === 'started') handlers.onStarted?.({ generation, threadId: message.threadId });
       else if (message.type === 'outcome') handlers.onOutcome(message.outcome, generation);
       else {
         reportDone(message.error === undefined ? undefined : McpSupervisorError.fromJSON(message.error));
@@ -252,6 +283,7 @@ export class DiscoveryCoordinator {
       generation,
       slots: entry.slots.buffer,
       servers: servers.map((server) => ({ ...server })),
+      sides: new Map(servers.map((server) => [server.name, this.sides.describe(key, server)])),
       serverConcurrency: this.options.serverConcurrency,
       connectTimeoutMs: this.options.connectTimeoutMs,
       port: channel.port2,
@@ -280,6 +312,31 @@ export class DiscoveryCoordinator {
       });
     entry.owner = owner;
     return { generation };
+  }
+
+  /** Answers one call a body forwarded; the reply is dropped if the port closed meanwhile. */
+  private serveCall(key: string, servers: ReadonlyMap<string, ServerConfig>, message: RpcRequest, calls: Map<number, AbortController>, port: MessagePort): void {
+    const server = servers.get(message.server);
+    const controller = new AbortController();
+    if (message.id !== 0) calls.set(message.id, controller);
+    const answer = server ? this.sides.serve(key, server, message.call, controller.signal) : Promise.reject(new Error(`unknown server "${message.server}"`));
+    const reply = (payload: RpcReply): void => {
+      calls.delete(message.id);
+      if (message.id === 0) return;
+      try {
+        port.postMessage(payload);
+      } catch (error) {
+        // A value that cannot cross threads (a handler returned a function, say): say so instead.
+        if (payload.ok) port.postMessage({ type: 'rpc-reply', id: message.id, ok: false, error: { message: `the handler's answer cannot be sent to the discovery worker: ${describeError(error)}` } });
+      }
+    };
+    void answer.then(
+      (value) => reply({ type: 'rpc-reply', id: message.id, ok: true, value }),
+      (error: unknown) => {
+        const code = error instanceof McpError ? error.code : undefined;
+        reply({ type: 'rpc-reply', id: message.id, ok: false, error: { message: describeError(error), ...(code === undefined ? {} : { code }) } });
+      },
+    );
   }
 
   /**

@@ -7,10 +7,6 @@
  * closed and the stdio process group killed, so a timed-out attempt leaves nothing behind. The
  * caller's `signal` (retirement of the generation) does the same.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   ListPromptsResultSchema,
   ListResourcesResultSchema,
@@ -19,13 +15,11 @@ import {
   type Resource,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { HttpServerConfig, ServerConfig } from '../config/types.js';
-import { ProcessGroupStdioTransport } from '../process/stdio-transport.js';
-import { classifyFailure } from './classify.js';
+import type { ServerConfig } from '../config/types.js';
+import { classifyFailure } from '../connection/classify.js';
+import type { ClientSide } from '../connection/client-side.js';
+import { ConnectError, type Connection, openConnection } from '../connection/connect.js';
 import type { SettledOutcome } from './types.js';
-
-/** The client identity servers see during discovery. */
-export const CLIENT_INFO = { name: 'mcp-supervisor', version: '0.1.0' } as const;
 
 /** Where the attempt runs: its deadline, cancellation and pid bookkeeping. */
 export interface ServerDiscoveryContext {
@@ -68,54 +62,61 @@ export async function listAllPages<T>(what: string, fetchPage: (cursor: string |
   throw new Error(`${what} returned more than ${MAX_PAGES} pages`);
 }
 
-function httpTransport(server: HttpServerConfig): Transport {
-  const requestInit: RequestInit = { headers: { ...server.headers } };
-  const url = new URL(server.url);
-  return server.transport === 'sse' ? new SSEClientTransport(url, { requestInit }) : new StreamableHTTPClientTransport(url, { requestInit });
-}
+/** How long a failed attempt waits for a stdio child's exit, so a death racing the error reads as `exited`. */
+const EXIT_SETTLE_MS = 150;
 
-function createTransport(server: ServerConfig, context: ServerDiscoveryContext): Transport {
-  if (server.transport !== 'stdio') return httpTransport(server);
-  return new ProcessGroupStdioTransport(
-    { command: server.command, args: server.args, env: server.env, ...(server.cwd === undefined ? {} : { cwd: server.cwd }) },
-    {
-      onSpawn: (pid) => {
-        if (!context.recordPid(pid)) {
-          process.kill(-pid, 'SIGKILL');
-          return;
-        }
-        context.afterSpawn?.(pid);
-      },
-      onExit: (pid) => context.clearPid(pid),
-    },
-  );
-}
-
-/** Waits a little for a stdio child's exit so a death racing the error is classified as `exited`. */
-async function settleExit(transport: Transport): Promise<void> {
-  if (!(transport instanceof ProcessGroupStdioTransport) || transport.exit || transport.pid === undefined) return;
+async function settleExit(connection: Connection): Promise<void> {
+  if (connection.exit || connection.pid === undefined) return;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([transport.exited(), new Promise<void>((resolve) => (timer = setTimeout(resolve, 150)))]);
+  await Promise.race([connection.exited(), new Promise<void>((resolve) => (timer = setTimeout(resolve, EXIT_SETTLE_MS)))]);
   clearTimeout(timer);
 }
 
-/** Kills (stdio) or closes (HTTP) a transport after a failed or cancelled attempt. */
-async function abandon(transport: Transport): Promise<void> {
-  if (transport instanceof ProcessGroupStdioTransport) await transport.kill();
-  else await transport.close().catch(() => undefined);
+/** Lists tools (every page), and prompts and resources when the server offers them. */
+async function listCatalog(connection: Connection, requestOptions: { signal: AbortSignal; timeout: number; maxTotalTimeout: number }): Promise<{ tools: Tool[]; prompts: Prompt[]; resources: Resource[] }> {
+  const { client } = connection;
+  const capabilities = client.getServerCapabilities() ?? {};
+  const tools = await listAllPages<Tool>('tools/list', async (cursor) => {
+    const result = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, requestOptions);
+    return { items: result.tools, nextCursor: result.nextCursor };
+  });
+  // Prompts and resources are optional extras: a server whose tools work is not failed because
+  // its prompt or resource listing is broken.
+  const optional = <T>(list: Promise<T[]>): Promise<T[]> => list.catch((error: unknown) => (requestOptions.signal.aborted ? Promise.reject(error) : []));
+  const prompts = capabilities.prompts
+    ? await optional(
+        listAllPages<Prompt>('prompts/list', async (cursor) => {
+          const result = await client.request({ method: 'prompts/list', params: cursor === undefined ? {} : { cursor } }, ListPromptsResultSchema, requestOptions);
+          return { items: result.prompts, nextCursor: result.nextCursor };
+        }),
+      )
+    : [];
+  const resources = capabilities.resources
+    ? await optional(
+        listAllPages<Resource>('resources/list', async (cursor) => {
+          const result = await client.request({ method: 'resources/list', params: cursor === undefined ? {} : { cursor } }, ListResourcesResultSchema, requestOptions);
+          return { items: result.resources, nextCursor: result.nextCursor };
+        }),
+      )
+    : [];
+  return { tools, prompts, resources };
 }
 
 /**
- * Discovers one server. Never throws: every failure becomes a `failed` outcome with its kind.
- * On success the connection is released in the background (stdio: close ladder; HTTP: the session
- * is left open for the main thread to resume) through `adoptForClose`.
+ * Discovers one server as `side` declares the client. Never throws: every failure becomes a
+ * `failed` outcome with its kind. On success the connection is released in the background
+ * (stdio: close ladder; HTTP: the session is left open for the main thread to resume) through
+ * `adoptForClose`.
  */
-export async function discoverServer(server: ServerConfig, context: ServerDiscoveryContext): Promise<SettledOutcome> {
+export async function discoverServer(server: ServerConfig, side: ClientSide, context: ServerDiscoveryContext): Promise<SettledOutcome> {
   const startedAt = performance.now();
   const elapsed = (): number => Math.round((performance.now() - startedAt) * 100) / 100;
   const name = server.name;
   if (!context.isCurrent()) {
     return { status: 'failed', server: name, failure: { kind: 'cancelled', message: 'discovery was cancelled before the server was started' }, timings: { totalMs: 0 } };
+  }
+  if (side.authError !== undefined) {
+    return { status: 'failed', server: name, failure: { kind: 'auth', message: side.authError }, timings: { totalMs: 0 } };
   }
   const connectTimeoutMs = server.connectTimeoutMs ?? context.connectTimeoutMs;
   const attempt = new AbortController();
@@ -126,69 +127,55 @@ export async function discoverServer(server: ServerConfig, context: ServerDiscov
   }, connectTimeoutMs);
   const onRetired = (): void => attempt.abort(new Error('generation retired'));
   context.signal.addEventListener('abort', onRetired, { once: true });
-
-  const transport = createTransport(server, context);
-  const client = new Client(CLIENT_INFO, { capabilities: {} });
-  // The SDK reports transport-level noise (EPIPE after a death, SSE reconnects) here; the
-  // outcome is decided by the request results and the exit status instead.
-  client.onerror = () => undefined;
+  // The attempt's own deadline bounds every request; the SDK's per-request timeout stays out of its way.
   const requestOptions = { signal: attempt.signal, timeout: connectTimeoutMs + 60_000, maxTotalTimeout: connectTimeoutMs + 60_000 };
+  let connection: Connection | undefined;
   let connectMs: number | undefined;
   try {
-    await client.connect(transport, requestOptions);
-    connectMs = elapsed();
-    const capabilities = client.getServerCapabilities() ?? {};
-    const tools = await listAllPages<Tool>('tools/list', async (cursor) => {
-      const result = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, requestOptions);
-      return { items: result.tools, nextCursor: result.nextCursor };
+    connection = await openConnection(server, side, {
+      connectTimeoutMs: requestOptions.timeout,
+      signal: attempt.signal,
+      onSpawn: (pid) => {
+        if (!context.recordPid(pid)) {
+          process.kill(-pid, 'SIGKILL');
+          return;
+        }
+        context.afterSpawn?.(pid);
+      },
+      onExit: (pid) => context.clearPid(pid),
     });
-    // Prompts and resources are optional extras: a server whose tools work is not failed because
-    // its prompt or resource listing is broken.
-    const prompts = capabilities.prompts
-      ? await listAllPages<Prompt>('prompts/list', async (cursor) => {
-          const result = await client.request({ method: 'prompts/list', params: cursor === undefined ? {} : { cursor } }, ListPromptsResultSchema, requestOptions);
-          return { items: result.prompts, nextCursor: result.nextCursor };
-        }).catch((error: unknown) => (attempt.signal.aborted ? Promise.reject(error) : []))
-      : [];
-    const resources = capabilities.resources
-      ? await listAllPages<Resource>('resources/list', async (cursor) => {
-          const result = await client.request({ method: 'resources/list', params: cursor === undefined ? {} : { cursor } }, ListResourcesResultSchema, requestOptions);
-          return { items: result.resources, nextCursor: result.nextCursor };
-        }).catch((error: unknown) => (attempt.signal.aborted ? Promise.reject(error) : []))
-      : [];
+    connectMs = elapsed();
+    const catalog = await listCatalog(connection, requestOptions);
     const outcome: SettledOutcome = {
       status: 'ready',
       server: name,
-      tools,
-      prompts,
-      resources,
+      ...catalog,
       timings: { connectMs, listMs: Math.round((elapsed() - connectMs) * 100) / 100, totalMs: elapsed() },
     };
-    const info = client.getServerVersion();
+    const info = connection.client.getServerVersion();
     if (info) outcome.serverInfo = { name: info.name, version: info.version };
-    const instructions = client.getInstructions();
+    const instructions = connection.client.getInstructions();
     if (instructions) outcome.instructions = instructions;
-    if (transport instanceof StreamableHTTPClientTransport && transport.sessionId && transport.protocolVersion) {
-      outcome.session = { sessionId: transport.sessionId, protocolVersion: transport.protocolVersion };
-      outcome.protocolVersion = transport.protocolVersion;
-    }
-    context.adoptForClose({
-      close: () => (transport instanceof ProcessGroupStdioTransport ? transport.close({ stdinGraceMs: 500, termGraceMs: 500 }) : transport.close()),
-      kill: () => abandon(transport),
-    });
+    const { sessionId, protocolVersion } = connection;
+    if (protocolVersion) outcome.protocolVersion = protocolVersion;
+    if (sessionId && protocolVersion) outcome.session = { sessionId, protocolVersion };
+    const adopted = connection;
+    context.adoptForClose({ close: () => adopted.release({ stdinGraceMs: 500, termGraceMs: 500 }), kill: () => adopted.kill() });
     return outcome;
   } catch (error) {
     // A death racing the error must read as `exited`; a retired or timed-out attempt is killed at once.
-    if (!attempt.signal.aborted) await settleExit(transport);
-    const stdio = transport instanceof ProcessGroupStdioTransport ? transport : undefined;
-    const failure = classifyFailure(error, {
-      ...(stdio?.exit ? { exit: stdio.exit } : {}),
-      ...(stdio ? { stderrTail: stdio.stderrTail() } : {}),
+    const cause = error instanceof ConnectError ? error.cause : error;
+    if (connection && !attempt.signal.aborted) await settleExit(connection);
+    const exit = error instanceof ConnectError ? error.exit : connection?.exit;
+    const stderrTail = error instanceof ConnectError ? error.stderrTail : connection?.stderrTail();
+    const failure = classifyFailure(cause, {
+      ...(exit ? { exit } : {}),
+      ...(stderrTail ? { stderrTail } : {}),
       timedOut,
       timeoutMs: connectTimeoutMs,
       cancelled: context.signal.aborted && !timedOut,
     });
-    await abandon(transport);
+    await connection?.kill();
     const timings = connectMs === undefined ? { totalMs: elapsed() } : { connectMs, totalMs: elapsed() };
     return { status: 'failed', server: name, failure, timings };
   } finally {

@@ -5,6 +5,8 @@
 import type { Prompt, Resource, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { SerializedError } from '../errors.js';
 import type { ServerConfig } from '../config/types.js';
+import type { ClientSideDescriptor } from '../connection/client-side.js';
+import type { RpcCancel, RpcRequest } from '../client/remote.js';
 
 /** Why a server could not be discovered. */
 export type FailureKind = 'spawn' | 'exited' | 'timeout' | 'refused' | 'http' | 'auth' | 'protocol' | 'config' | 'cancelled';
@@ -68,6 +70,8 @@ export interface DiscoveryTask {
   generation: number;
   slots: SharedArrayBuffer;
   servers: ServerConfig[];
+  /** The client side of each server, by server name (its handlers answer over `port`). */
+  sides: Map<string, ClientSideDescriptor>;
   serverConcurrency: number;
   connectTimeoutMs: number;
   port: import('node:worker_threads').MessagePort;
@@ -78,7 +82,9 @@ export interface DiscoveryTask {
 export type BodyMessage =
   | { type: 'started'; generation: number; threadId: number }
   | { type: 'outcome'; generation: number; outcome: SettledOutcome }
-  | { type: 'done'; generation: number; error?: SerializedError };
+  | { type: 'done'; generation: number; error?: SerializedError }
+  | RpcRequest
+  | RpcCancel;
 
 /** What the task itself returns to piscina. */
 export interface BodyResult {

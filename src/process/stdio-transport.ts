@@ -13,6 +13,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { currentDelivery } from '../connection/delivery.js';
 import { runningGroupMembers, signalGroup } from './proc.js';
 
 /** How long to wait for the rest of a process group to die after its leader exited. */
@@ -206,12 +208,19 @@ export class ProcessGroupStdioTransport implements Transport {
     this.onclose?.();
   }
 
-  /** Writes one JSON-RPC message, honouring back-pressure. */
+  /**
+   * Writes one JSON-RPC message, honouring back-pressure. A request of a tracked call is recorded
+   * as delivered once written; one refused because the server had already exited provably never
+   * reached it.
+   */
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
+    const delivery = isJSONRPCRequest(message) ? currentDelivery() : undefined;
     if (!stdin || this.exitInfo || stdin.destroyed) {
+      if (delivery) delivery.state = 'refused';
       return Promise.reject(new Error(this.exitInfo ? 'stdio server has exited' : 'stdio server not started'));
     }
+    if (delivery) delivery.state = 'accepted';
     return new Promise((resolve) => {
       if (stdin.write(serializeMessage(message))) resolve();
       else stdin.once('drain', resolve);

@@ -91,6 +91,12 @@ function deferred<T>(): Deferred<T> {
   return { promise, resolve, reject };
 }
 
+/** What views need from outside readiness. */
+export interface ReadinessHooks {
+  /** The pending OAuth authorization URL of a server, shown in its `auth_required` view. */
+  authorizationUrl?(key: string, server: string): string | undefined;
+}
+
 /** Loads (or re-reads) a profile's config. */
 export type ProfileLoader = (key: string, signal: AbortSignal) => Promise<ProfileConfig | undefined>;
 
@@ -134,6 +140,7 @@ export class ReadinessRegistry {
     private readonly clock: Clock,
     private readonly options: ReadinessOptions,
     private readonly events: EventSink<ReadinessEvents>,
+    private readonly hooks: ReadinessHooks = {},
   ) {}
 
   private entryFor(key: string): Entry {
@@ -172,10 +179,15 @@ export class ReadinessRegistry {
       config: entry.config,
       outcomes: entry.outcomes,
       failures: entry.failures,
+      authorizationUrl: this.authorizationUrls(entry.key),
       status,
       ...(extra.waitTimedOut ? { waitTimedOut: true } : {}),
       ...(entry.configError ? { error: entry.configError } : {}),
     });
+  }
+
+  private authorizationUrls(key: string): (server: string) => string | undefined {
+    return (server) => this.hooks.authorizationUrl?.(key, server);
   }
 
   /** The entry's view right now. Never blocks, never starts anything. */
@@ -453,6 +465,7 @@ export class ReadinessRegistry {
       config: entry.config,
       outcomes: entry.outcomes,
       failures: entry.failures,
+      authorizationUrl: this.authorizationUrls(entry.key),
       settledAt: now,
       ...(refreshAt === undefined ? {} : { refreshAt }),
       ...(entry.configError ? { error: entry.configError } : {}),
@@ -482,10 +495,19 @@ export class ReadinessRegistry {
 
   // ---------------------------------------------------------------- refresh
 
+  /**
+   * True for a failed server the cooldown refresh may re-discover: not one waiting for
+   * authorization (a refresh would restart its OAuth code flow under the user's feet).
+   */
+  private refreshable(entry: Entry, name: string): boolean {
+    const outcome = entry.outcomes.get(name);
+    return outcome?.status === 'failed' && outcome.failure.kind !== 'auth';
+  }
+
   private nextRefreshAt(entry: Entry): number | undefined {
     let earliest: number | undefined;
     for (const [name, failure] of entry.failures) {
-      if (entry.outcomes.get(name)?.status !== 'failed') continue;
+      if (!this.refreshable(entry, name)) continue;
       if (earliest === undefined || failure.retryAt < earliest) earliest = failure.retryAt;
     }
     return earliest;
@@ -503,7 +525,7 @@ export class ReadinessRegistry {
     if (this.closed || entry.phase !== 'idle' || !entry.settled) return;
     const now = this.clock.now();
     const due = [...entry.failures]
-      .filter(([name, failure]) => failure.retryAt <= now && entry.outcomes.get(name)?.status === 'failed')
+      .filter(([name, failure]) => failure.retryAt <= now && this.refreshable(entry, name))
       .map(([name]) => name);
     if (due.length === 0) return;
     entry.phase = 'starting';
@@ -532,6 +554,7 @@ export class ReadinessRegistry {
       config: entry.config,
       outcomes,
       failures: entry.failures,
+      authorizationUrl: this.authorizationUrls(key),
       ...(settled.view.settledAt === undefined ? {} : { settledAt: settled.view.settledAt }),
       ...(settled.view.refreshAt === undefined ? {} : { refreshAt: settled.view.refreshAt }),
     });
@@ -543,6 +566,27 @@ export class ReadinessRegistry {
       catalogVersion: this.sessions.exclusionVersion(),
     };
     this.events.emit('tools:changed', { key, server, tools: tools.length });
+  }
+
+  // ---------------------------------------------------------------- rediscover
+
+  /**
+   * Re-discovers some servers of a profile (after an OAuth code flow completed), once any
+   * running generation has settled: one owner per key, always. Resolves with the settled view.
+   */
+  async rediscover(key: string, servers: readonly string[], reason: string, options: WaitOptions = {}): Promise<ReadinessView> {
+    this.assertOpen(key);
+    const entry = this.entryFor(key);
+    while (!entry.settled || entry.phase !== 'idle') {
+      const outcome = await this.raceDeadline(this.ensure(entry).promise, options, key);
+      if (outcome === 'deadline') return this.liveView(entry, { waitTimedOut: true });
+    }
+    entry.next ??= deferred<Settlement>();
+    const next = entry.next;
+    entry.phase = 'starting';
+    this.track(this.startOwner(entry, servers, reason));
+    const outcome = await this.raceDeadline(next.promise, options, key);
+    return outcome === 'deadline' ? this.liveView(entry, { waitTimedOut: true }) : outcome.view;
   }
 
   // ---------------------------------------------------------------- retry

@@ -73,7 +73,7 @@ export function statusOf(config: ProfileConfig | undefined, outcomes: ReadonlyMa
   return ready === 0 ? 'failed' : 'degraded';
 }
 
-function serverView(outcome: ServerOutcome | undefined, failure: FailureRecord | undefined): ServerView {
+function serverView(outcome: ServerOutcome | undefined, failure: FailureRecord | undefined, authorizationUrl: string | undefined): ServerView {
   if (!outcome || outcome.status === 'pending') return { status: 'pending' };
   if (outcome.status === 'disabled') return { status: 'disabled' };
   if (outcome.status === 'ready') {
@@ -85,6 +85,13 @@ function serverView(outcome: ServerOutcome | undefined, failure: FailureRecord |
       timings: outcome.timings,
     };
     if (outcome.serverInfo) view.serverInfo = outcome.serverInfo;
+    return view;
+  }
+  if (outcome.failure.kind === 'auth') {
+    // Not failed: waiting for authorization. No background retry (it would restart the code flow).
+    const view: ServerView = { status: 'auth_required', kind: 'auth', message: outcome.failure.message, timings: outcome.timings, consecutiveFailures: failure?.streak ?? 1 };
+    if (authorizationUrl !== undefined) view.authorizationUrl = authorizationUrl;
+    if (outcome.failure.httpStatus !== undefined) view.httpStatus = outcome.failure.httpStatus;
     return view;
   }
   const view: ServerView = {
@@ -114,6 +121,8 @@ export interface ViewInput {
   error?: SerializedError;
   /** Overrides the computed status (a not-yet-loaded profile is `pending` or `idle`). */
   status?: ReadinessStatus;
+  /** The pending authorization URL of a server, if any. */
+  authorizationUrl?: (server: string) => string | undefined;
 }
 
 /** A deeply frozen view of a profile. */
@@ -123,10 +132,10 @@ export function buildView(input: ViewInput): ReadinessView {
   const failed: string[] = [];
   for (const server of Object.values(input.config?.servers ?? {})) {
     const outcome = server.disabled ? ({ status: 'disabled', server: server.name } as const) : input.outcomes.get(server.name);
-    const view = serverView(outcome, input.failures.get(server.name));
+    const view = serverView(outcome, input.failures.get(server.name), outcome?.status === 'failed' && outcome.failure.kind === 'auth' ? input.authorizationUrl?.(server.name) : undefined);
     servers[server.name] = view;
     if (view.status === 'pending') pending.push(server.name);
-    if (view.status === 'failed') failed.push(server.name);
+    if (view.status === 'failed' || view.status === 'auth_required') failed.push(server.name);
   }
   const view: {
     -readonly [K in keyof ReadinessView]: ReadinessView[K];

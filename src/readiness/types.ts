@@ -14,6 +14,17 @@ export type ServerView =
   | { status: 'disabled' }
   | { status: 'ready'; tools: number; prompts: number; resources: number; timings: DiscoveryTimings; serverInfo?: { name: string; version: string } }
   | {
+      /** The server demands authorization (401/403, or an OAuth flow waiting for the user). */
+      status: 'auth_required';
+      kind: 'auth';
+      message: string;
+      /** Where the user must go to authorise, while a code flow waits (complete it with `finishAuth`). */
+      authorizationUrl?: string;
+      httpStatus?: number;
+      timings?: DiscoveryTimings;
+      consecutiveFailures: number;
+    }
+  | {
       status: 'failed';
       kind: FailureKind;
       message: string;
@@ -37,7 +48,7 @@ export interface ReadinessView {
   readonly servers: Readonly<Record<string, ServerView>>;
   /** Servers still pending (only non-empty when `status` is pending or `waitTimedOut`). */
   readonly pending: readonly string[];
-  /** Servers that failed. */
+  /** Servers that failed, or need authorization (their status says which). */
   readonly failed: readonly string[];
   /** When this view's generation settled (ms since epoch). */
   readonly settledAt?: number;

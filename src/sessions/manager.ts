@@ -12,6 +12,7 @@ import { McpSupervisorError, describeError } from '../errors.js';
 import type { ServerOutcome } from '../discovery/types.js';
 import type { EventSink } from '../events.js';
 import type { SessionLayer, ToolCallRequest } from '../readiness/driver.js';
+import type { ClientSide } from '../connection/client-side.js';
 import { type SessionOptions, type SupervisorEvents, type SupervisorStats, ServerSupervisor } from './supervisor.js';
 
 interface Slot {
@@ -19,6 +20,18 @@ interface Slot {
   fingerprint: string;
   /** Profiles using it (one unless shared). */
   keys: Set<string>;
+}
+
+/** The client side sessions connect as, per (profile, server). */
+export interface SessionSides {
+  sideFor(key: string, server: ServerConfig): ClientSide;
+  /** The authorization URL of a pending OAuth code flow, for AUTH_REQUIRED errors. */
+  pendingAuthorization(key: string, server: ServerConfig): string | undefined;
+  /**
+   * True when sides differ per profile (handlers that receive the profile, OAuth per profile):
+   * a session is then never shared across profiles, whatever `share` says.
+   */
+  readonly perProfile: boolean;
 }
 
 /** Where `tools/list_changed` refreshes go (readiness, for the next turn). */
@@ -35,11 +48,12 @@ export class SessionManager implements SessionLayer {
     private readonly clock: Clock,
     private readonly events: EventSink<SupervisorEvents>,
     private readonly toolsChanged: ToolsChangedSink,
+    private readonly sides: SessionSides,
     private readonly random: () => number = Math.random,
   ) {}
 
   private slotId(key: string, server: ServerConfig, fingerprint: string): string {
-    return server.share ? `shared\0${fingerprint}\0${server.name}` : `${key}\0${server.name}`;
+    return server.share && !this.sides.perProfile ? `shared\0${fingerprint}\0${server.name}` : `${key}\0${server.name}`;
   }
 
   /** The supervisor for a profile's server, created on first use. */
@@ -72,6 +86,9 @@ export class SessionManager implements SessionLayer {
           toolsChanged: (tools) => {
             for (const profile of keys) this.toolsChanged(profile, server.name, tools);
           },
+          // A shared slot only exists when sides are the same for every profile.
+          side: () => this.sides.sideFor(key, server),
+          pendingAuthorization: () => this.sides.pendingAuthorization(key, server),
         }),
       };
       slot = created;

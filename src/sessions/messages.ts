@@ -55,20 +55,30 @@ export function serverExitedAgain(subject: CallSubject, exit: { code?: number | 
   return new McpSupervisorError('SERVER_EXITED_AGAIN', text, { ...base(subject, { exit, duringReplay }), modelText: text, retryable: false });
 }
 
-/** The server could not be started or reached (spawn error, refused, HTTP error). */
-export function serverUnavailable(subject: CallSubject, failure: ServerFailure): McpSupervisorError {
+/**
+ * The server could not be started or reached (spawn error, refused, HTTP error). `afterReplay`:
+ * this was the repeat of a call that may have run (the tool is read-only or idempotent).
+ */
+export function serverUnavailable(subject: CallSubject, failure: ServerFailure, afterReplay = false): McpSupervisorError {
   if (failure.kind === 'auth') return authRequired(subject, failure.httpStatus);
   if (failure.kind === 'exited') {
     const text = `The MCP server "${subject.server}" subprocess exited${exitText({ code: failure.exitCode ?? null, signal: failure.signal ?? null })} while starting, so the tool was not run.${stderrText(failure.stderrTail)}`;
     return new McpSupervisorError('SERVER_EXITED', text, { ...base(subject, { failure }), modelText: text });
   }
-  const text = `The MCP server "${subject.server}" is unavailable (${failure.kind}: ${failure.message}), so the tool was not run. You may try again later.`;
+  const outcome = afterReplay
+    ? `so the call could not be repeated after its connection was lost; "${subject.tool}" is read-only or idempotent, so calling it again later is safe.`
+    : 'so the tool was not run. You may try again later.';
+  const text = `The MCP server "${subject.server}" is unavailable (${failure.kind}: ${failure.message}), ${outcome}`;
   return new McpSupervisorError('SERVER_UNREACHABLE', text, { ...base(subject, { failure }), modelText: text, retryable: true });
 }
 
-/** The server died during a call that cannot be replayed safely. */
-export function outcomeUncertain(subject: CallSubject, exit: ExitInfo | undefined, what?: string): McpSupervisorError {
-  const happened = what ?? `exited${exitText(exit)}`;
+/**
+ * The server died or the connection was lost during a call that cannot be replayed safely:
+ * `exit` for a stdio process, `what` for anything else ("lost the connection", "answered HTTP 502").
+ */
+export function outcomeUncertain(subject: CallSubject, detail: { exit?: ExitInfo | undefined } | { what: string }): McpSupervisorError {
+  const exit = 'exit' in detail ? detail.exit : undefined;
+  const happened = 'what' in detail ? detail.what : `exited${exitText(exit)}`;
   const text = `The MCP server "${subject.server}" ${happened} while running "${subject.tool}". The tool may or may not have taken effect; it was not repeated automatically because it is not marked read-only or idempotent. Check its effect before calling it again.`;
   return new McpSupervisorError('OUTCOME_UNCERTAIN', text, { ...base(subject, { exit }), modelText: text, retryable: false });
 }
@@ -114,16 +124,30 @@ export function serverParked(subject: CallSubject, reason: string, nextProbeAt: 
   return new McpSupervisorError('SERVER_PARKED', text, { ...base(subject, { nextProbeAt, reason }), modelText: text });
 }
 
-/** A real timeout: the server is alive but did not answer in time. */
-export function callTimeout(subject: CallSubject, timeoutMs: number): McpSupervisorError {
-  const text = `The tool "${subject.tool}" on MCP server "${subject.server}" did not answer within ${timeoutMs} ms (the configured call timeout). It may still complete on the server.`;
+/** A real timeout: the server is alive but did not answer in time (`maybeRun`: the request had left). */
+export function callTimeout(subject: CallSubject, timeoutMs: number, maybeRun = true): McpSupervisorError {
+  const after = maybeRun ? 'It may still complete on the server.' : 'The request never reached the server, so the tool was not run.';
+  const text = `The tool "${subject.tool}" on MCP server "${subject.server}" did not answer within ${timeoutMs} ms (the configured call timeout). ${after}`;
   return new McpSupervisorError('CALL_TIMEOUT', text, { ...base(subject, { timeoutMs }), modelText: text });
 }
 
-/** HTTP 401/403. */
-export function authRequired(subject: CallSubject, status: number | undefined): McpSupervisorError {
-  const text = `The MCP server "${subject.server}" requires authorization${status ? ` (HTTP ${status})` : ''}; the tool was not run.`;
-  return new McpSupervisorError('AUTH_REQUIRED', text, { ...base(subject, { httpStatus: status }), modelText: text, retryable: false });
+/**
+ * HTTP 401/403, or an OAuth flow that needs the user. The authorization URL (when a code flow is
+ * waiting) is in `data.authorizationUrl` for the host; the model is only told to ask the user.
+ */
+export function authRequired(subject: CallSubject, status: number | undefined, authorizationUrl?: string): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" requires authorization${status ? ` (HTTP ${status})` : ''}; the tool was not run.${authorizationUrl ? ' The user must authorize access to this server before it can be used.' : ''}`;
+  return new McpSupervisorError('AUTH_REQUIRED', text, {
+    ...base(subject, { httpStatus: status, ...(authorizationUrl ? { authorizationUrl } : {}) }),
+    modelText: text,
+    retryable: false,
+  });
+}
+
+/** The HTTP server refused the request with a 4xx that is not about its session or authorization. */
+export function requestRejected(subject: CallSubject, status: number): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" rejected the request for "${subject.tool}" (HTTP ${status}), so the tool was not run.`;
+  return new McpSupervisorError('PROTOCOL_ERROR', text, { ...base(subject, { httpStatus: status }), modelText: text, retryable: false });
 }
 
 /** The caller aborted. */

@@ -21,19 +21,22 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import PQueue from 'p-queue';
 import type { ServerConfig } from '../config/types.js';
 import { type Clock, type TimerHandle, sleepOn } from '../clock.js';
 import { McpSupervisorError, isMcpSupervisorError } from '../errors.js';
-import { classifyFailure, describeExit, httpStatusOf, networkErrorCode } from '../discovery/classify.js';
+import { classifyFailure, describeExit, httpStatusOf } from '../connection/classify.js';
+import type { ClientSide } from '../connection/client-side.js';
+import { type Delivery, mayHaveRun, trackDelivery } from '../connection/delivery.js';
+import { RESPONSE_LOST_CODE } from '../connection/http-transport.js';
 import { listAllPages } from '../discovery/server-discovery.js';
 import type { ResumableSession, ServerFailure } from '../discovery/types.js';
 import type { ToolRoute } from '../readiness/settlement.js';
 import type { CallOptions } from '../readiness/types.js';
 import { backoffDelay } from './backoff.js';
 import { type BreakerOptions, CircuitBreaker } from './breaker.js';
-import { LiveSession, SessionOpenError, trackDelivery } from './live-session.js';
+import { type ErrorClass, type FailReason, decide } from './call-policy.js';
+import { LiveSession, SessionOpenError } from './live-session.js';
 import * as messages from './messages.js';
 
 /** Tuning of supervised sessions. */
@@ -63,8 +66,6 @@ export interface SessionOptions {
   /** Debounce of `tools/list_changed` refreshes (ms). Default 200. */
   listChangedDebounceMs: number;
   breaker: BreakerOptions;
-  /** OAuth provider for an HTTP server, if the host has one. */
-  authProvider?: (server: ServerConfig) => OAuthClientProvider | undefined;
 }
 
 /** The supervisor's state (cockatiel style: each state carries its own data). */
@@ -101,11 +102,24 @@ export interface SupervisorContext {
   exclusionChanged(): void;
   /** The server's tool list changed (after `tools/list_changed`). */
   toolsChanged(tools: Tool[]): void;
+  /** The client side this server's sessions connect as (capabilities, handlers, OAuth). */
+  side(): ClientSide;
+  /** The authorization URL of a pending OAuth code flow of this server, if any. */
+  pendingAuthorization?(): string | undefined;
 }
 
-/** True for the SDK's "connection closed" failure of a pending request. */
-function isConnectionClosed(error: unknown): boolean {
-  return error instanceof McpError && error.code === ErrorCode.ConnectionClosed;
+/** What an attempt's error tells by itself; delivery and liveness tell the rest. */
+function classifyError(error: unknown, signal: AbortSignal | undefined): ErrorClass {
+  if (signal?.aborted) return 'cancelled';
+  if (error instanceof UnauthorizedError) return 'auth';
+  const status = httpStatusOf(error);
+  if (status === 401 || status === 403) return 'auth';
+  if (error instanceof McpError) {
+    if (error.code === ErrorCode.RequestTimeout) return 'timeout';
+    if (error.code === ErrorCode.ConnectionClosed || error.code === RESPONSE_LOST_CODE) return 'transport';
+    return 'rpc';
+  }
+  return 'transport';
 }
 
 /** Result of waiting for a connect attempt. */
@@ -143,6 +157,8 @@ export class ServerSupervisor {
   /** Aborted by `close()`: cuts an in-flight connect short instead of waiting for its timeout. */
   private readonly closing = new AbortController();
   private readonly attemptWaiters = new Set<(result: AttemptResult) => void>();
+  /** Lost HTTP sessions waiting for their in-flight requests before they are closed (killed by `close()`). */
+  private readonly retiring = new Set<LiveSession>();
   /** DELETEs of unused discovery sessions still under way (awaited by `close()`). */
   private readonly discarding = new Set<Promise<void>>();
   private probeTimer: TimerHandle | undefined;
@@ -208,7 +224,7 @@ export class ServerSupervisor {
   /** Ends a discovery-created HTTP session nobody will resume, so the server does not keep it. */
   private discard(session: ResumableSession | undefined): void {
     if (!session) return;
-    const ending = LiveSession.discard(this.server, session, this.context.options.authProvider?.(this.server)).finally(() => this.discarding.delete(ending));
+    const ending = LiveSession.discard(this.server, session, this.context.side().authProvider).finally(() => this.discarding.delete(ending));
     this.discarding.add(ending);
   }
 
@@ -240,11 +256,15 @@ export class ServerSupervisor {
         // Sessions came up but died before any call succeeded: connecting alone never
         // refills the budget, so a server that dies on every call parks instead of churning.
         const exit = this.lastExit;
-        this.park({
-          kind: 'exited',
-          message: `${this.attemptsSinceProven} sessions in a row ended${exit ? ` (last: ${describeExit(exit)})` : ''} before a call succeeded`,
-          ...(exit ? { exitCode: exit.code, signal: exit.signal } : {}),
-        });
+        this.park(
+          this.server.transport === 'stdio'
+            ? {
+                kind: 'exited',
+                message: `${this.attemptsSinceProven} sessions in a row ended${exit ? ` (last: ${describeExit(exit)})` : ''} before a call succeeded`,
+                ...(exit ? { exitCode: exit.code, signal: exit.signal } : {}),
+              }
+            : { kind: 'http', message: `${this.attemptsSinceProven} sessions in a row were lost before a call succeeded` },
+        );
         return;
       }
       const attempt = ++this.attemptsSinceProven;
@@ -295,19 +315,17 @@ export class ServerSupervisor {
     const id = ++this.sessionSeq;
     const resume = this.resumable;
     this.resumable = undefined;
-    const authProvider = this.context.options.authProvider?.(this.server);
     // One signal per attempt, linked to `closing`: the SDK never removes the abort listener it adds
     // to a request's signal, so handing it the long-lived one would leak a listener per attempt.
     const attempt = new AbortController();
     const onClose = (): void => attempt.abort(this.closing.signal.reason);
     this.closing.signal.addEventListener('abort', onClose, { once: true });
     try {
-      return await LiveSession.open(this.server, {
+      return await LiveSession.open(this.server, this.context.side(), {
         id,
         connectTimeoutMs: this.connectTimeoutMs(),
         signal: attempt.signal,
         ...(resume ? { resume } : {}),
-        ...(authProvider ? { authProvider } : {}),
         onDeath: (session, exit) => this.onSessionDeath(session, exit),
         onToolsChanged: () => this.scheduleToolRefresh(),
       });
@@ -378,12 +396,8 @@ export class ServerSupervisor {
   private onSessionDeath(session: LiveSession, exit: LiveSession['exit']): void {
     this.lastExit = exit;
     this.lastStderr = session.stderrTail();
-    if (this.server.transport === 'stdio') {
-      this.context.emit('server:exited', { server: this.server.name, profiles: this.context.profiles(), code: exit?.code ?? null, signal: exit?.signal ?? null });
-    } else {
-      this.httpSessionLost = true;
-      this.context.emit('server:disconnected', { server: this.server.name, profiles: this.context.profiles() });
-    }
+    // Only stdio sessions die by themselves; HTTP sessions are dropped by the call path.
+    this.context.emit('server:exited', { server: this.server.name, profiles: this.context.profiles(), code: exit?.code ?? null, signal: exit?.signal ?? null });
     if (this.state.kind === 'ready' && this.state.session === session) {
       this.state = { kind: 'idle' };
       if (this.context.options.eager) this.requestConnect('warm-up');
@@ -466,28 +480,79 @@ export class ServerSupervisor {
         }
         session = await this.freshSession(subject, options.signal);
       }
-      const { promise, delivery } = trackDelivery(() => this.invoke(session!, route, args, options));
-      try {
-        return await promise;
-      } catch (error) {
-        if (this.isClosed()) throw this.closedError(subject, route, true);
-        if (this.diedDuring(session, error)) return await this.afterMidCallDeath(session, route, args, options);
-        if (this.server.transport !== 'stdio' && !options.signal?.aborted) {
-          // 404: the server forgot the session, so this request was never processed. Likewise a
-          // request whose POST never got through before the session was found lost.
-          if (httpStatusOf(error) === 404 || (!session.alive && !delivery.delivered && isConnectionClosed(error))) {
-            return await this.afterForgottenSession(session, route, args, options);
-          }
-          // Delivered, then the session was lost: the tool may have run, exactly as a mid-call death.
-          if (!session.alive && delivery.delivered && isConnectionClosed(error)) return await this.afterMidCallDeath(session, route, args, options);
-        }
-        throw this.failCall(session, error, subject, options);
-      }
+      return await this.attempt(session, route, args, options);
     } finally {
       // A probe that ended without a verdict (cancelled, rejected by the server, host closed)
       // frees the half-open slot; otherwise the breaker would wait for a verdict forever.
       if (verdictPending) this.breaker.releaseProbe();
     }
+  }
+
+  /**
+   * Sends the call, and on failure does what {@link decide} says with the facts the transport
+   * recorded: resend what provably never ran, replay once what may have run and is safe to
+   * repeat, and otherwise fail with an error that says which of the two it was.
+   */
+  private async attempt(first: LiveSession, route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+    const subject = this.subject(route.tool);
+    let session = first;
+    let resent = false;
+    let replayed = false;
+    for (;;) {
+      const { promise, delivery } = trackDelivery(() => this.invoke(session, route, args, options));
+      try {
+        return await promise;
+      } catch (error) {
+        if (isMcpSupervisorError(error)) throw error;
+        if (this.isClosed()) throw this.closedError(subject, route, mayHaveRun(delivery));
+        const exited = this.server.transport === 'stdio' && (session.exit !== undefined || !session.alive);
+        const facts = {
+          transport: this.server.transport,
+          error: classifyError(error, options.signal),
+          delivery,
+          exited,
+          resent,
+          replayed,
+          replayable: this.isReplayable(route),
+        } as const;
+        const verdict = decide(facts);
+        if (verdict.action === 'fail') throw this.failure(verdict.reason, session, error, delivery, subject, options);
+        if (verdict.action === 'uncertain') {
+          this.breaker.recordFailure();
+          // Reconnect in the background for the next call; this one may have run.
+          if (exited) this.requestConnect('signal');
+          throw messages.outcomeUncertain(subject, verdict.cause === 'exited' ? { exit: session.exit } : { what: this.lostWhat(delivery) });
+        }
+        if (verdict.action === 'replay') {
+          this.counters.replays++;
+          replayed = true;
+        } else resent = true;
+        if (verdict.freshSession) {
+          if (this.server.transport !== 'stdio') this.dropSession(session);
+          session = await this.freshSession(subject, options.signal, session);
+        }
+      }
+    }
+  }
+
+  /** How an HTTP request was lost, for the model's text. */
+  private lostWhat(delivery: Delivery): string {
+    if (delivery.state === 'unknown' && delivery.httpStatus !== undefined) return `answered HTTP ${delivery.httpStatus}`;
+    return 'lost the connection';
+  }
+
+  /** An HTTP session the server no longer knows: never used again; the next one counts as a re-initialisation. */
+  private dropSession(session: LiveSession): void {
+    const wasAlive = session.alive;
+    session.abandon();
+    if (this.state.kind === 'ready' && this.state.session === session) {
+      this.state = { kind: 'idle' };
+      this.httpSessionLost = true;
+    }
+    if (wasAlive) this.context.emit('server:disconnected', { server: this.server.name, profiles: this.context.profiles() });
+    if (this.retiring.has(session)) return;
+    this.retiring.add(session);
+    void session.retire(this.context.options.callTimeoutMs).finally(() => this.retiring.delete(session));
   }
 
   /** One respawn request, then a bounded wait for a fresh session. */
@@ -510,13 +575,14 @@ export class ServerSupervisor {
     if (result !== 'timeout' && result.kind === 'closed') throw this.closedError(subject, undefined, false);
     this.breaker.recordFailure();
     if (result === 'timeout') {
-      if (this.server.transport === 'stdio') return Promise.reject(messages.serverExited(subject, this.context.options.respawnWaitMs, lastExit, this.lastStderr));
-      return Promise.reject(messages.serverUnavailable(subject, { kind: 'refused', message: 'no session could be established yet (it is being reconnected)' }));
+      if (this.server.transport === 'stdio') throw messages.serverExited(subject, this.context.options.respawnWaitMs, lastExit, this.lastStderr);
+      throw messages.serverUnavailable(subject, { kind: 'refused', message: 'no session could be established yet (it is being reconnected)' });
     }
     if (result.kind === 'parked') {
       const state = this.state;
       throw messages.serverParked(subject, state.kind === 'parked' ? state.reason : 'reconnect budget spent', state.kind === 'parked' ? state.nextProbeAt : this.context.clock.now());
     }
+    if (result.failure.kind === 'auth') throw this.authError(subject, result.failure.httpStatus);
     if (result.exitedAfterSession) {
       throw messages.serverExitedAgain(subject, { code: result.failure.exitCode ?? null, signal: result.failure.signal ?? null }, result.failure.stderrTail);
     }
@@ -538,13 +604,6 @@ export class ServerSupervisor {
     return result;
   }
 
-  private diedDuring(session: LiveSession, error: unknown): boolean {
-    if (this.server.transport !== 'stdio') return false;
-    if (!session.alive && session.exit) return true;
-    // The SDK fails pending requests on close, which happens at the leader's exit.
-    return error instanceof McpError && error.code === ErrorCode.ConnectionClosed && !session.alive;
-  }
-
   private isReplayable(route: ToolRoute): boolean {
     const replay = this.context.options.replay;
     if (replay === 'always') return true;
@@ -552,86 +611,46 @@ export class ServerSupervisor {
     return route.annotations?.readOnlyHint === true || route.annotations?.idempotentHint === true;
   }
 
-  private async afterMidCallDeath(session: LiveSession, route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
-    const subject = this.subject(route.tool);
-    if (!this.isReplayable(route)) {
-      this.breaker.recordFailure();
-      // Reconnect in the background for the next call; this one may have run.
-      this.requestConnect('signal');
-      throw messages.outcomeUncertain(subject, session.exit, this.server.transport === 'stdio' ? undefined : 'lost its session');
-    }
-    const fresh = await this.freshSession(subject, options.signal, session);
-    this.counters.replays++;
-    const { promise, delivery } = trackDelivery(() => this.invoke(fresh, route, args, options));
-    try {
-      return await promise;
-    } catch (error) {
-      if (this.isClosed()) throw this.closedError(subject, route, true);
-      if (this.diedDuring(fresh, error)) {
+  /** AUTH_REQUIRED, with the authorization URL when a code flow is waiting for the user. */
+  private authError(subject: messages.CallSubject, status: number | undefined): McpSupervisorError {
+    return messages.authRequired(subject, status, this.context.pendingAuthorization?.());
+  }
+
+  /** The error of a final failure, counting infrastructure failures on the breaker. */
+  private failure(reason: FailReason, session: LiveSession, error: unknown, delivery: Delivery, subject: messages.CallSubject, options: CallOptions): McpSupervisorError {
+    switch (reason) {
+      case 'cancelled':
+        return messages.callCancelled(subject);
+      case 'timeout': {
         this.breaker.recordFailure();
-        throw messages.serverExitedAgain(subject, fresh.exit, fresh.stderrTail(), true);
+        const timeoutMs = options.timeoutMs ?? this.server.callTimeoutMs ?? this.context.options.callTimeoutMs;
+        return messages.callTimeout(subject, timeoutMs, mayHaveRun(delivery));
       }
-      throw this.lostAgain(fresh, error, delivery.delivered, route, subject) ?? this.failCall(fresh, error, subject, options);
+      case 'auth':
+        return this.authError(subject, delivery.httpStatus ?? httpStatusOf(error));
+      case 'rpc':
+        return error instanceof McpError ? messages.protocolError(subject, error.message, error.code) : messages.protocolError(subject, String(error));
+      case 'rejected':
+        return messages.requestRejected(subject, delivery.httpStatus ?? 400);
+      case 'unreachable':
+      case 'unreachable-after-replay':
+        this.breaker.recordFailure();
+        this.dropSession(session);
+        return messages.serverUnavailable(subject, { kind: 'refused', message: 'the server could not be reached' }, reason === 'unreachable-after-replay');
+      case 'exited-again-not-run':
+        this.breaker.recordFailure();
+        return messages.serverExitedAgain(subject, session.exit, session.stderrTail());
+      case 'exited-again-during-replay':
+        this.breaker.recordFailure();
+        return messages.serverExitedAgain(subject, session.exit, session.stderrTail(), true);
+      case 'lost-again-not-run':
+        this.breaker.recordFailure();
+        if (delivery.sessionLost) this.dropSession(session);
+        return messages.sessionLostAgain(subject, false);
+      case 'lost-again-maybe-run':
+        this.breaker.recordFailure();
+        return messages.sessionLostAgain(subject, true);
     }
-  }
-
-  /**
-   * The one retry (after a 404) or replay (after a lost session) failed because the HTTP server
-   * lost the new session too. No further retry: say whether the tool may have run.
-   */
-  private lostAgain(fresh: LiveSession, error: unknown, delivered: boolean, route: ToolRoute, subject: messages.CallSubject): McpSupervisorError | undefined {
-    if (this.server.transport === 'stdio') return undefined;
-    const lost = httpStatusOf(error) === 404 || (!fresh.alive && isConnectionClosed(error));
-    if (!lost) return undefined;
-    this.breaker.recordFailure();
-    if (!delivered || httpStatusOf(error) === 404 || this.isReplayable(route)) return messages.sessionLostAgain(subject, delivered);
-    return messages.outcomeUncertain(subject, undefined, 'lost its session again');
-  }
-
-  /** HTTP 404: the server forgot the session, so the request was never processed: re-initialise, retry once. */
-  private async afterForgottenSession(session: LiveSession, route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
-    const subject = this.subject(route.tool);
-    session.abandon();
-    if (this.state.kind === 'ready' && this.state.session === session) {
-      this.state = { kind: 'idle' };
-      this.httpSessionLost = true;
-    }
-    void session.kill();
-    const fresh = await this.freshSession(subject, options.signal, session);
-    const { promise, delivery } = trackDelivery(() => this.invoke(fresh, route, args, options));
-    try {
-      return await promise;
-    } catch (error) {
-      if (this.isClosed()) throw this.closedError(subject, route, true);
-      throw this.lostAgain(fresh, error, delivery.delivered, route, subject) ?? this.failCall(fresh, error, subject, options);
-    }
-  }
-
-  /** Maps a call failure to its error, counting infrastructure failures on the breaker. */
-  private failCall(session: LiveSession, error: unknown, subject: messages.CallSubject, options: CallOptions): McpSupervisorError {
-    if (isMcpSupervisorError(error)) return error;
-    if (options.signal?.aborted) return messages.callCancelled(subject);
-    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-      this.breaker.recordFailure();
-      const timeoutMs = options.timeoutMs ?? this.server.callTimeoutMs ?? this.context.options.callTimeoutMs;
-      return messages.callTimeout(subject, timeoutMs);
-    }
-    const status = httpStatusOf(error);
-    if (error instanceof UnauthorizedError || status === 401 || status === 403) return messages.authRequired(subject, status ?? 401);
-    const network = networkErrorCode(error) ?? (error instanceof TypeError && error.message === 'fetch failed' ? 'fetch failed' : undefined);
-    if (network || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)) {
-      this.breaker.recordFailure();
-      session.abandon();
-      if (this.state.kind === 'ready' && this.state.session === session) this.state = { kind: 'idle' };
-      void session.kill();
-      return messages.serverUnavailable(subject, { kind: 'refused', message: network ? `the server could not be reached (${network})` : 'the connection closed' });
-    }
-    if (status !== undefined) {
-      this.breaker.recordFailure();
-      return messages.serverUnavailable(subject, { kind: 'http', message: `HTTP ${status}`, httpStatus: status });
-    }
-    if (error instanceof McpError) return messages.protocolError(subject, error.message, error.code);
-    return messages.protocolError(subject, error instanceof Error ? error.message : String(error));
   }
 
   // ------------------------------------------------------------------ tools/list_changed
@@ -691,7 +710,7 @@ export class ServerSupervisor {
    */
   private closedError(subject: messages.CallSubject, route: ToolRoute | undefined, inFlight: boolean): McpSupervisorError {
     if (this.closeReason === 'host') return messages.hostClosed(subject, inFlight);
-    if (inFlight && route && !this.isReplayable(route)) return messages.outcomeUncertain(subject, undefined, 'was restarted by a reload of its profile');
+    if (inFlight && route && !this.isReplayable(route)) return messages.outcomeUncertain(subject, { what: 'was restarted by a reload of its profile' });
     return messages.reloading(subject, inFlight);
   }
 
@@ -718,6 +737,7 @@ export class ServerSupervisor {
     // Queued calls are not dropped (their promises would never settle): each one runs, sees
     // the closed state and fails with HOST_CLOSED.
     await session?.close();
+    await Promise.allSettled([...this.retiring].map((lost) => lost.kill()));
     await this.loop;
     this.discard(this.resumable);
     this.resumable = undefined;

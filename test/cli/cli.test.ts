@@ -8,6 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BASE_TOOL_NAMES } from '../fixtures/tools.js';
 import { stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
 
 const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -43,7 +44,8 @@ test('doctor on a Claude Desktop-style file with one bad server exits 1 and name
   );
   const { code, stdout } = await run(['doctor', file]);
   t.is(code, 1);
-  t.regex(stdout, /claude_desktop_config\s+files\s+stdio\s+ready\s+11/);
+  // The fixture's base tools plus the two generated ones.
+  t.regex(stdout, new RegExp(`claude_desktop_config\\s+files\\s+stdio\\s+ready\\s+${BASE_TOOL_NAMES.length + 2}\\b`));
   t.regex(stdout, /claude_desktop_config\s+broken\s+stdio\s+failed\s+-\s+-\s+exited\s+.*code 5.*fatal: token missing/);
 });
 

@@ -99,7 +99,7 @@ export interface StdioFixture extends FixtureProcess {
   connect(options?: ClientOptions, request?: RequestOptions): Promise<Client>;
 }
 
-function spawnFixture(script: string, args: readonly string[], opts: FixtureOptions): Promise<FixtureProcess> {
+export function spawnFixture(script: string, args: readonly string[], opts: FixtureOptions): Promise<FixtureProcess> {
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [script, ...args], {
     // Own process group, like the library spawns servers: kill(-pgid) ends the whole tree
@@ -198,10 +198,23 @@ export async function startStdioFixture(flags: readonly string[] = [], opts: Fix
 
 /** Counters the HTTP fixture reports on `GET /control/stats`. */
 export interface HttpFixtureStats {
+  /** `initialize` requests received (Streamable HTTP, stateful or stateless, and legacy SSE). */
   initializes: number;
+  /** `tools/call` requests received, whatever the tool and outcome. */
   toolCalls: number;
+  /** Open Streamable HTTP sessions (always 0 with `--stateless`). */
   sessions: number;
+  /** Open legacy SSE sessions. */
   sseSessions: number;
+  /** GET requests on `/mcp`, whatever the answer. */
+  gets: number;
+  /** Connections `--drop-in-tool` destroyed instead of answering. */
+  dropped: number;
+  /**
+   * Tool bodies entered, per tool name (absent: never ran), whether or not the answer was
+   * delivered. Counted when the body starts.
+   */
+  executions: Record<string, number>;
 }
 
 /** A running HTTP fixture. */
@@ -262,7 +275,7 @@ export async function startHttpFixture(flags: readonly string[] = [], opts: Fixt
   };
 }
 
-function readPortLine(proc: FixtureProcess, timeoutMs: number): Promise<number> {
+export function readPortLine(proc: FixtureProcess, timeoutMs: number): Promise<number> {
   const stdout = proc.child.stdout;
   if (stdout === null) return Promise.reject(new Error('HTTP fixture without stdout'));
   return new Promise((resolve, reject) => {

@@ -18,6 +18,7 @@ import type { SessionOptions, SupervisorEvents, SupervisorStats } from '../../sr
 import type { Clock } from '../../src/clock.js';
 import { parseProfileConfig } from '../../src/config/parse.js';
 import { TypedEmitter } from '../../src/events.js';
+import { DEFAULT_CLIENT_INFO } from '../../src/client/info.js';
 import type { ToolRoute } from '../../src/readiness/settlement.js';
 import type { CallOptions } from '../../src/readiness/types.js';
 import { FIXTURE_TAG_ENV, STDIO_FIXTURE } from '../helpers/fixtures.js';
@@ -196,6 +197,7 @@ export function directSupervisor(t: ExecutionContext, entry: unknown, clock: Clo
     emit: (event, payload) => events.emit(event, payload),
     exclusionChanged: () => undefined,
     toolsChanged: () => undefined,
+    side: () => ({ info: DEFAULT_CLIENT_INFO, capabilities: {} }),
   });
   t.teardown(() => supervisor.close());
   return {

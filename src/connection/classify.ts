@@ -1,5 +1,6 @@
 /**
- * Turns whatever a connection attempt threw into a {@link ServerFailure} with an honest kind.
+ * Turns whatever a connection attempt threw into a {@link ServerFailure} with an honest kind, and
+ * tells network failures that happened before a request could leave from those after.
  * The order of the checks matters: a child that exited makes the SDK reject its pending request
  * with "Connection closed", which must read as `exited` (with code and stderr), never as a
  * protocol error or a timeout; a refused socket is `refused`, not `http`.
@@ -7,12 +8,38 @@
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describeError } from '../errors.js';
 import type { ExitInfo } from '../process/stdio-transport.js';
-import type { FailureKind, ServerFailure } from './types.js';
+import type { FailureKind, ServerFailure } from '../discovery/types.js';
 
 const REFUSED_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'EPIPE']);
+
+/**
+ * Failures of opening a connection: nothing was sent yet. A reset or a socket closed by the other
+ * side is not among them: the request may already have been written.
+ */
+const CONNECT_PHASE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * The code of a failure that happened before a request could leave (connection refused, name not
+ * resolved, unreachable, connect timeout, a port fetch refuses), or undefined.
+ */
+export function connectPhaseCode(error: unknown, depth = 0): string | undefined {
+  if (depth > 5 || typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && CONNECT_PHASE_CODES.has(code)) return code;
+  if (error instanceof Error && error.message === 'bad port') return 'bad port';
+  const nested = (error as { errors?: unknown[] }).errors;
+  if (Array.isArray(nested)) {
+    for (const inner of nested) {
+      const found = connectPhaseCode(inner, depth + 1);
+      if (found) return found;
+    }
+  }
+  return connectPhaseCode((error as { cause?: unknown }).cause, depth + 1);
+}
 
 /** Finds a network error code anywhere in an error's cause chain (fetch wraps them twice). */
 export function networkErrorCode(error: unknown, depth = 0): string | undefined {
@@ -77,7 +104,9 @@ export function classifyFailure(error: unknown, context: ClassifyContext): Serve
   if (errno === 'ENOENT' || errno === 'EACCES' || errno === 'ENOTDIR' || errno === 'EPERM') {
     return failure('spawn', `could not start the server process: ${describeError(error)}`, stderr);
   }
-  if (error instanceof UnauthorizedError) return failure('auth', `the server requires authorization: ${describeError(error)}`);
+  if (error instanceof UnauthorizedError) return failure('auth', `the server requires authorization${error.message && error.message !== 'Unauthorized' ? `: ${error.message}` : ''}`);
+  // The SDK's OAuth flow failed (metadata discovery, registration, token exchange): still auth.
+  if (error instanceof OAuthError) return failure('auth', `authorization failed: ${describeError(error)}`);
   const status = httpStatusOf(error);
   if (status === 401 || status === 403) {
     return failure('auth', `the server answered HTTP ${status} (authorization required)`, { httpStatus: status });

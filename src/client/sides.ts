@@ -1,0 +1,159 @@
+/**
+ * The host's client side for every (profile, server): built from the host's `client` options and
+ * its OAuth registry, identical for discovery and sessions. On the main thread a connection gets
+ * a {@link ClientSide} that calls the host's handlers directly; a discovery worker gets a
+ * {@link ClientSideDescriptor} (plain data) and sends every call back here through {@link serve}.
+ *
+ * Handlers receive `{ profile, server, signal }`: a handler never sees another profile's request,
+ * even when two profiles list the same server.
+ */
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { ClientCapabilities, ElicitResult, Implementation } from '@modelcontextprotocol/sdk/types.js';
+import type { ServerConfig } from '../config/types.js';
+import {
+  type ClientSide,
+  type ClientSideDescriptor,
+  type ElicitParams,
+  OPTIONAL_PROVIDER_METHODS,
+  type ProviderMethod,
+  type SideCall,
+} from '../connection/client-side.js';
+import { McpSupervisorError } from '../errors.js';
+import type { AuthRegistry } from './auth.js';
+
+/** What every handler is told about the request it answers. */
+export interface HandlerContext {
+  /** Canonical profile key of the connection the request came from. */
+  profile: string;
+  /** Server name in that profile. */
+  server: string;
+  /** Aborted when the server cancels the request or the connection ends. */
+  signal: AbortSignal;
+}
+
+/** Answers a server's `elicitation/create` (form mode). Omitted fields get the schema's defaults. */
+export type ElicitationHandler = (params: ElicitParams, context: HandlerContext) => ElicitResult | Promise<ElicitResult>;
+
+/** The client the host presents to its servers. */
+export interface ClientOptions {
+  /** `clientInfo` sent in `initialize`. Default `{ name: 'mcp-supervisor', version }`. */
+  info?: Implementation;
+  /** Declares the elicitation capability (form mode) and answers `elicitation/create`. */
+  elicitation?: ElicitationHandler;
+}
+
+/** {@link ClientOptions} validated. */
+export interface ResolvedClientOptions {
+  info: Implementation;
+  elicitation?: ElicitationHandler;
+}
+
+/** Builds the client side of each (profile, server) and answers what workers forward. */
+export class ClientSides {
+  private readonly capabilities: ClientCapabilities;
+
+  constructor(
+    private readonly options: ResolvedClientOptions,
+    private readonly auth: AuthRegistry,
+  ) {
+    // Exactly what the host configured: servers hide features from clients that lack them.
+    this.capabilities = Object.freeze(options.elicitation ? { elicitation: { form: { applyDefaults: true } } } : {});
+  }
+
+  private provider(key: string, server: ServerConfig): { provider?: OAuthClientProvider; error?: string } {
+    if (server.transport === 'stdio') return {};
+    const provider = this.auth.providerFor(key, server);
+    const error = this.auth.errorFor(key, server);
+    return { ...(provider ? { provider } : {}), ...(error === undefined ? {} : { error }) };
+  }
+
+  /** True when sides differ per profile: handlers are told the profile, and OAuth is per profile. */
+  get perProfile(): boolean {
+    return this.options.elicitation !== undefined || this.auth.enabled;
+  }
+
+  /** The authorization URL of a pending code flow of this server, if any. */
+  pendingAuthorization(key: string, server: ServerConfig): string | undefined {
+    return server.transport === 'stdio' ? undefined : this.auth.pendingAuthorization(key, server);
+  }
+
+  /** The main-thread side of a connection to `server` for profile `key`. */
+  sideFor(key: string, server: ServerConfig): ClientSide {
+    const { provider, error } = this.provider(key, server);
+    const handler = this.options.elicitation;
+    return {
+      info: this.options.info,
+      capabilities: this.capabilities,
+      ...(provider ? { authProvider: provider } : {}),
+      ...(error === undefined ? {} : { authError: error }),
+      ...(handler ? { elicit: async (params: ElicitParams, signal: AbortSignal) => handler(params, { profile: key, server: server.name, signal }) } : {}),
+      ...(server.transport === 'stdio' ? {} : { challenged: (challenge) => this.auth.challenged(key, server, challenge) }),
+    };
+  }
+
+  /** The same side as plain data, for a discovery worker. */
+  describe(key: string, server: ServerConfig): ClientSideDescriptor {
+    const { provider, error } = this.provider(key, server);
+    const descriptor: ClientSideDescriptor = { info: this.options.info, capabilities: this.capabilities, elicitation: this.options.elicitation !== undefined };
+    if (error !== undefined) descriptor.authError = error;
+    if (provider) {
+      const redirectUrl = provider.redirectUrl;
+      descriptor.auth = {
+        ...(redirectUrl === undefined ? {} : { redirectUrl: String(redirectUrl) }),
+        clientMetadata: structuredClone(provider.clientMetadata),
+        ...(provider.clientMetadataUrl === undefined ? {} : { clientMetadataUrl: provider.clientMetadataUrl }),
+        methods: OPTIONAL_PROVIDER_METHODS.filter((method) => typeof provider[method] === 'function'),
+      };
+    }
+    return descriptor;
+  }
+
+  /** Answers a call a worker forwarded for `server` of profile `key`. */
+  async serve(key: string, server: ServerConfig, call: SideCall, signal: AbortSignal): Promise<unknown> {
+    const side = this.sideFor(key, server);
+    switch (call.op) {
+      case 'elicit':
+        if (!side.elicit) throw new McpSupervisorError('INVALID_CONFIG', 'no elicitation handler is configured');
+        return side.elicit(call.params, signal);
+      case 'challenge':
+        side.challenged?.(call.challenge);
+        return undefined;
+      case 'provider':
+        if (!side.authProvider) throw new McpSupervisorError('INVALID_CONFIG', `no OAuth provider is configured for "${server.name}"`);
+        return callProvider(side.authProvider, call.method, call.args);
+    }
+  }
+}
+
+/**
+ * Calls a provider method for a worker's proxy, converting what cannot cross a thread (URL,
+ * Headers, URLSearchParams) to and from plain values.
+ */
+async function callProvider(provider: OAuthClientProvider, method: ProviderMethod, args: unknown[]): Promise<unknown> {
+  const required = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error(`the OAuth provider has no ${method}()`);
+    return value;
+  };
+  switch (method) {
+    case 'redirectToAuthorization':
+      return provider.redirectToAuthorization(new URL(String(args[0])));
+    case 'validateResourceURL': {
+      const url = await required(provider.validateResourceURL).call(provider, String(args[0]), args[1] as string | undefined);
+      return url?.href;
+    }
+    case 'addClientAuthentication': {
+      const headers = new Headers(args[0] as [string, string][]);
+      const params = new URLSearchParams(String(args[1]));
+      await required(provider.addClientAuthentication).call(provider, headers, params, String(args[2]), args[3] as never);
+      return { headers: [...headers], params: params.toString() };
+    }
+    case 'prepareTokenRequest': {
+      const params = await required(provider.prepareTokenRequest).call(provider, args[0] as string | undefined);
+      return params?.toString();
+    }
+    default: {
+      const fn = required((provider as unknown as Record<string, ((...values: unknown[]) => unknown) | undefined>)[method]);
+      return fn.apply(provider, args);
+    }
+  }
+}

@@ -1,0 +1,323 @@
+/**
+ * Streamable HTTP, judged by the spec: a `Transport` around the SDK's
+ * `StreamableHTTPClientTransport` that owns every `fetch` the SDK makes to the MCP endpoint.
+ *
+ * Why a wrapper and not the bare SDK transport: the SDK reports HTTP outcomes as free-text errors
+ * on `onerror`, cannot tell a request the server never processed from one it did, treats the
+ * optional standalone GET stream answered 404 as an error, and leaves a request waiting until its
+ * timeout when the answer's stream ends without the answer. Seeing the responses themselves
+ * fixes all of it without touching the SDK's request path:
+ *
+ * - **Session loss is judged on POSTs only.** A POST that carried `Mcp-Session-Id` and got 404,
+ *   or 400 whose body names the session (what many real servers answer after a restart), means
+ *   the server does not know the session and did not process the request
+ *   (`delivery.sessionLost`). A GET for the standalone stream answered 404 means "no standalone
+ *   stream" (Express-style servers answer 404, not 405): it is handed to the SDK as the 405 it
+ *   already understands, and never ends a session.
+ * - **Delivery is recorded per request** ({@link Delivery}): refused before connecting, rejected
+ *   4xx, accepted 2xx, or unknown.
+ * - **An answer stream that ends without the answer fails that request at once.** The stream is
+ *   wrapped so that, after its last byte, the SDK's own parser reads one more event: a private
+ *   notification naming the request. Because it travels through the same pipeline, it arrives
+ *   after every real event of the stream: if the answer has not been seen by then (and the server
+ *   made the stream resumable with event ids, which the SDK would resume), the request is failed
+ *   with `delivery.streamLost` instead of hanging until its timeout.
+ * - 401/403 challenges (`WWW-Authenticate`) are reported to `onChallenge` so `finishAuth` can
+ *   complete a code flow with the right resource metadata.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike, Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { isJSONRPCErrorResponse, isJSONRPCRequest, isJSONRPCResultResponse } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { describeError } from '../errors.js';
+import { connectPhaseCode } from './classify.js';
+import { type Delivery, currentDelivery, newDelivery } from './delivery.js';
+
+/** What a 401/403 answer asked for. */
+export interface AuthChallenge {
+  status: number;
+  resourceMetadataUrl?: string;
+  scope?: string;
+  error?: string;
+}
+
+/** JSON-RPC error code of a request whose answer can no longer arrive (outside the spec's range). */
+export const RESPONSE_LOST_CODE = -32099;
+
+/** Method of the private end-of-stream marker (never sent to a server, never seen by a caller). */
+const STREAM_END_METHOD = 'notifications/mcp-supervisor/stream-end';
+
+/** How to build a {@link TrackedHttpTransport}. */
+export interface TrackedHttpOptions {
+  url: URL;
+  headers: Readonly<Record<string, string>>;
+  authProvider?: OAuthClientProvider;
+  /** Resume this session instead of initialising a new one. */
+  sessionId?: string;
+  protocolVersion?: string;
+  /** A 401/403 answer from the MCP endpoint, with its `WWW-Authenticate` parameters. */
+  onChallenge?(challenge: AuthChallenge): void;
+  /** The fetch to use underneath (tests); default the global `fetch`. */
+  fetch?: FetchLike;
+}
+
+interface Exchange {
+  id: RequestId;
+  delivery: Delivery;
+}
+
+/** The request whose `send()` is running (or whose answer stream is being read) in this async context. */
+const exchangeContext = new AsyncLocalStorage<Exchange>();
+
+function sameEndpoint(input: string | URL | Request, endpoint: URL): boolean {
+  try {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    return url.origin === endpoint.origin && url.pathname === endpoint.pathname;
+  } catch {
+    return false;
+  }
+}
+
+function headerOf(init: RequestInit | undefined, name: string): string | null {
+  return new Headers(init?.headers).get(name);
+}
+
+async function namesSession(response: Response): Promise<boolean> {
+  const text = await response
+    .clone()
+    .text()
+    .catch(() => '');
+  return /session/i.test(text.slice(0, 2000));
+}
+
+function endEvent(id: RequestId, reason: string): string {
+  const marker = { jsonrpc: '2.0', method: STREAM_END_METHOD, params: { requestId: id, reason } };
+  // The leading blank lines terminate a partial event the stream may have been cut inside.
+  return `\n\nevent: message\ndata: ${JSON.stringify(marker)}\n\n`;
+}
+
+/**
+ * Wraps an answer stream so that its end (or break) is followed by the end marker of `id`. A
+ * stream broken because the transport itself is closing gets no marker: closing fails every
+ * pending request anyway.
+ */
+function withEndMarker(response: Response, id: RequestId, closing: () => boolean): Response {
+  const source = response.body!.getReader();
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let reason: string;
+      try {
+        const { done, value } = await source.read();
+        if (!done) {
+          controller.enqueue(value);
+          return;
+        }
+        reason = 'the server ended the answer stream without the answer';
+      } catch (error) {
+        if (closing()) {
+          controller.error(error);
+          return;
+        }
+        reason = `the answer stream broke (${describeError(error)})`;
+      }
+      controller.enqueue(encoder.encode(endEvent(id, reason)));
+      controller.close();
+    },
+    cancel(reason) {
+      return source.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+function isEndMarker(message: JSONRPCMessage): message is { jsonrpc: '2.0'; method: string; params: { requestId: RequestId; reason: string } } {
+  return 'method' in message && message.method === STREAM_END_METHOD && !('id' in message);
+}
+
+/** Streamable HTTP with delivery facts, spec-judged session loss and prompt failure of lost answers. */
+export class TrackedHttpTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+
+  private readonly inner: StreamableHTTPClientTransport;
+  /** Requests sent and not yet answered, with their delivery records. */
+  private readonly pending = new Map<RequestId, Delivery>();
+  private idleWaiters: (() => void)[] = [];
+  private readonly fetchImpl: FetchLike;
+  /** Set by close(): streams broken by our own abort get no end marker. */
+  private closing = false;
+
+  constructor(private readonly options: TrackedHttpOptions) {
+    this.fetchImpl = options.fetch ?? ((input, init) => fetch(input, init));
+    this.inner = new StreamableHTTPClientTransport(options.url, {
+      requestInit: { headers: { ...options.headers } },
+      fetch: (input, init) => this.fetchThrough(input, init),
+      ...(options.authProvider ? { authProvider: options.authProvider } : {}),
+      ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+    });
+    if (options.protocolVersion !== undefined) this.inner.setProtocolVersion(options.protocolVersion);
+    // The SDK passes no extra info on the client side; the wider signature is the Transport contract.
+    this.inner.onmessage = (message: JSONRPCMessage) => this.receive(message);
+    this.inner.onerror = (error) => this.failed(error);
+    this.inner.onclose = () => {
+      this.pending.clear();
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
+      this.onclose?.();
+    };
+  }
+
+  /** Requests sent and not yet answered (or failed). */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Resolves once no request is waiting for its answer. */
+  whenIdle(): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private settle(id: RequestId): void {
+    if (!this.pending.delete(id) || this.pending.size > 0) return;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  /** The session id (undefined for a stateless server). */
+  get sessionId(): string | undefined {
+    return this.inner.sessionId;
+  }
+
+  /** The negotiated protocol version. */
+  get protocolVersion(): string | undefined {
+    return this.inner.protocolVersion;
+  }
+
+  setProtocolVersion(version: string): void {
+    this.inner.setProtocolVersion(version);
+  }
+
+  start(): Promise<void> {
+    return this.inner.start();
+  }
+
+  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (!isJSONRPCRequest(message)) return this.inner.send(message, options);
+    const delivery = currentDelivery() ?? newDelivery();
+    const id = message.id;
+    this.pending.set(id, delivery);
+    const sendOptions: TransportSendOptions = {
+      ...options,
+      onresumptiontoken: (token) => {
+        delivery.resumable = true;
+        options?.onresumptiontoken?.(token);
+      },
+    };
+    return exchangeContext.run({ id, delivery }, () => this.inner.send(message, sendOptions)).catch((error: unknown) => {
+      this.settle(id);
+      throw error;
+    });
+  }
+
+  /** Ends the session on the server (HTTP DELETE); a server that is gone or refuses is the caller's to judge. */
+  terminateSession(): Promise<void> {
+    return this.inner.terminateSession();
+  }
+
+  /** Opens the standalone GET stream of a resumed session (the SDK opens it only after its own `initialize`). */
+  resumeStream(lastEventId: string): Promise<void> {
+    return this.inner.resumeStream(lastEventId);
+  }
+
+  close(): Promise<void> {
+    this.closing = true;
+    return this.inner.close();
+  }
+
+  private receive(message: JSONRPCMessage): void {
+    if (isEndMarker(message)) {
+      const delivery = this.pending.get(message.params.requestId);
+      // Answered already (the normal case), or resumable: the SDK reconnects with Last-Event-ID.
+      if (delivery && !delivery.resumable) this.lose(message.params.requestId, delivery, message.params.reason);
+      return;
+    }
+    if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) this.settle(message.id);
+    this.onmessage?.(message);
+  }
+
+  private failed(error: Error): void {
+    // The SDK gave up resuming an answer stream: that request's answer will not come.
+    const exchange = exchangeContext.getStore();
+    if (exchange && this.pending.get(exchange.id) === exchange.delivery && /Maximum reconnection attempts/i.test(error.message)) {
+      this.lose(exchange.id, exchange.delivery, 'the answer stream broke and could not be resumed');
+    }
+    this.onerror?.(error);
+  }
+
+  /** Fails one pending request now: the server accepted it, its answer can no longer arrive. */
+  private lose(id: RequestId, delivery: Delivery, reason: string): void {
+    this.settle(id);
+    delivery.streamLost = true;
+    this.onmessage?.({ jsonrpc: '2.0', id, error: { code: RESPONSE_LOST_CODE, message: reason } });
+  }
+
+  private async fetchThrough(input: string | URL, init?: RequestInit): Promise<Response> {
+    const method = (init?.method ?? 'GET').toUpperCase();
+    const onEndpoint = sameEndpoint(input, this.options.url);
+    const exchange = exchangeContext.getStore();
+    const delivery = exchange && onEndpoint && method === 'POST' ? exchange.delivery : undefined;
+    if (delivery) delivery.state = init?.signal?.aborted ? 'refused' : 'sending';
+    let response: Response;
+    try {
+      response = await this.fetchImpl(input, init);
+    } catch (error) {
+      if (delivery?.state === 'sending' && connectPhaseCode(error) !== undefined) delivery.state = 'refused';
+      throw error;
+    }
+    if (!onEndpoint) return response;
+    if (response.status === 401 || response.status === 403) this.reportChallenge(response);
+    if (method === 'GET') return this.standaloneStream(response, init);
+    if (!delivery || !exchange) return response;
+    delivery.httpStatus = response.status;
+    if (response.ok) {
+      delivery.state = 'accepted';
+      const type = response.headers.get('content-type') ?? '';
+      return response.body && type.includes('text/event-stream') ? withEndMarker(response, exchange.id, () => this.closing) : response;
+    }
+    if (response.status >= 500) {
+      delivery.state = 'unknown';
+      return response;
+    }
+    delivery.state = 'rejected';
+    if (headerOf(init, 'mcp-session-id') !== null && (response.status === 404 || (response.status === 400 && (await namesSession(response))))) {
+      delivery.sessionLost = true;
+    }
+    return response;
+  }
+
+  /**
+   * A GET without `Last-Event-ID` opens the optional standalone stream: 404 there means "no such
+   * stream" (what Express-style servers answer), handed to the SDK as the 405 it understands. A
+   * GET resuming an answer stream keeps its real status.
+   */
+  private async standaloneStream(response: Response, init: RequestInit | undefined): Promise<Response> {
+    if (response.status !== 404 || headerOf(init, 'last-event-id') !== null) return response;
+    await response.body?.cancel().catch(() => undefined);
+    return new Response(null, { status: 405, statusText: 'Method Not Allowed (no standalone stream)' });
+  }
+
+  private reportChallenge(response: Response): void {
+    if (!this.options.onChallenge) return;
+    const { resourceMetadataUrl, scope, error } = extractWWWAuthenticateParams(response);
+    this.options.onChallenge({
+      status: response.status,
+      ...(resourceMetadataUrl ? { resourceMetadataUrl: resourceMetadataUrl.href } : {}),
+      ...(scope ? { scope } : {}),
+      ...(error ? { error } : {}),
+    });
+  }
+}
