@@ -38,7 +38,7 @@ export function createTurn(view: ReadinessView, catalog: TurnCatalog, currentCon
   type FailedServer = Turn['failed'][number];
   const failedList: FailedServer[] = [];
   for (const [server, state] of Object.entries(view.servers)) {
-    if (state.status === 'failed') failedList.push(Object.freeze({ server, kind: state.kind, message: state.message }));
+    if (state.status === 'failed' || state.status === 'auth_required') failedList.push(Object.freeze({ server, kind: state.kind, message: state.message }));
     else if (state.status === 'ready' && sessions.isExcluded(view.key, server)) {
       failedList.push(Object.freeze({ server, kind: 'parked', message: 'parked after repeated connection failures' }));
     }

@@ -51,7 +51,7 @@ export type Verdict =
   /** May have run, safe to repeat: repeat once. */
   | { action: 'replay'; freshSession: boolean }
   /** May have run, not safe to repeat: say the outcome is uncertain. */
-  | { action: 'uncertain'; cause: 'exited' | 'connection' | 'server-error' }
+  | { action: 'uncertain'; cause: 'exited' | 'connection' }
   /** Final failure, named by what is known. */
   | { action: 'fail'; reason: FailReason };
 
@@ -107,10 +107,8 @@ export function decide(facts: FailureFacts): Verdict {
   // It may have run from here on.
   const died = facts.exited || delivery.streamLost === true || facts.error === 'transport';
   if (facts.error === 'timeout' && !died) return { action: 'fail', reason: 'timeout' };
-  if (!facts.replayable) {
-    const cause = transport !== 'stdio' && delivery.state === 'unknown' && !died ? 'server-error' : facts.exited ? 'exited' : 'connection';
-    return { action: 'uncertain', cause };
-  }
+  // The caller hears how: an exit, or the connection (a lost stream, a reset, a 5xx answer).
+  if (!facts.replayable) return { action: 'uncertain', cause: facts.exited ? 'exited' : 'connection' };
   if (replayed) return { action: 'fail', reason: transport === 'stdio' ? 'exited-again-during-replay' : 'lost-again-maybe-run' };
   // Stdio needs a new process; an HTTP session survives a broken answer stream (and if the
   // server lost it, the replay's 404 says so and leads to one resend on a new session).

@@ -1,0 +1,359 @@
+/**
+ * Baseline conformance client: the bare MCP SDK v1 (`Client` + `StreamableHTTPClientTransport`),
+ * deliberately NOT built on mcp-supervisor. It is what ./suite.ts is developed and checked against,
+ * and the reference a client built on our library is compared with.
+ *
+ * Usage (as the conformance CLI runs it): `node sdk-client.js <server-url>` with
+ * `MCP_CONFORMANCE_SCENARIO=<scenario>` and, for some auth scenarios, `MCP_CONFORMANCE_CONTEXT=<json>`.
+ * The server URL is the last argument. Exit code 0 when the scenario's script ran to the end.
+ *
+ * `CONFORMANCE_CLIENT_BREAK=no-elicitation` makes it declare no elicitation capability, so the
+ * elicitation scenario must fail: the test that proves the harness can report a failure.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  UnauthorizedError,
+  discoverOAuthProtectedResourceMetadata,
+  type OAuthClientProvider,
+} from '@modelcontextprotocol/sdk/client/auth.js';
+import { ClientCredentialsProvider, PrivateKeyJwtProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const CLIENT_INFO = { name: 'mcp-supervisor-sdk-baseline', version: '1.0.0' };
+/** The URL the suite expects as client_id when the authorization server supports CIMD (SEP-991). */
+const CIMD_CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
+const REDIRECT_URL = 'http://localhost:3000/callback';
+/** More authorization round trips than this in one run is a loop, not a flow (auth/scope-retry-limit). */
+const MAX_AUTHORIZATIONS = 3;
+
+const log = (...parts: unknown[]): void => {
+  if (process.env.CONFORMANCE_CLIENT_VERBOSE) console.error('[sdk-client]', ...parts);
+};
+
+/** Scenario context handed over by the CLI in MCP_CONFORMANCE_CONTEXT (fields differ per scenario). */
+interface Context {
+  name?: string;
+  client_id?: string;
+  client_secret?: string;
+  private_key_pem?: string;
+  signing_algorithm?: string;
+  idp_client_id?: string;
+  idp_id_token?: string;
+  idp_token_endpoint?: string;
+}
+
+function context(): Context {
+  const raw = process.env.MCP_CONFORMANCE_CONTEXT;
+  if (!raw) throw new Error('MCP_CONFORMANCE_CONTEXT is not set');
+  return JSON.parse(raw) as Context;
+}
+
+function required(ctx: Context, key: keyof Context): string {
+  const value = ctx[key];
+  if (typeof value !== 'string' || value === '') throw new Error(`MCP_CONFORMANCE_CONTEXT has no ${key}`);
+  return value;
+}
+
+/**
+ * Authorization-code provider for a headless client: "redirecting the user agent" is a fetch of the
+ * authorization URL that does not follow the redirect; the code is read off its Location header and
+ * kept until {@link takeAuthorizationCode}. Everything is stored exactly as the SDK hands it over.
+ */
+class HeadlessOAuthProvider implements OAuthClientProvider {
+  private info: OAuthClientInformationMixed | undefined;
+  private savedTokens: OAuthTokens | undefined;
+  private verifier: string | undefined;
+  private pendingCode: string | undefined;
+  private authorizations = 0;
+
+  constructor(
+    readonly clientMetadataUrl: string | undefined,
+    preRegistered?: OAuthClientInformationMixed,
+  ) {
+    this.info = preRegistered;
+  }
+
+  get redirectUrl(): string {
+    return REDIRECT_URL;
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: CLIENT_INFO.name,
+      redirect_uris: [REDIRECT_URL],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+    };
+  }
+
+  clientInformation(): OAuthClientInformationMixed | undefined {
+    return this.info;
+  }
+
+  saveClientInformation(info: OAuthClientInformationMixed): void {
+    this.info = info;
+  }
+
+  tokens(): OAuthTokens | undefined {
+    return this.savedTokens;
+  }
+
+  saveTokens(tokens: OAuthTokens): void {
+    this.savedTokens = tokens;
+  }
+
+  saveCodeVerifier(verifier: string): void {
+    this.verifier = verifier;
+  }
+
+  codeVerifier(): string {
+    if (this.verifier === undefined) throw new Error('no PKCE code verifier saved');
+    return this.verifier;
+  }
+
+  async redirectToAuthorization(authorizationUrl: URL): Promise<void> {
+    if (++this.authorizations > MAX_AUTHORIZATIONS) {
+      throw new Error(`giving up after ${MAX_AUTHORIZATIONS} authorization requests`);
+    }
+    log('authorizing at', authorizationUrl.href);
+    const response = await fetch(authorizationUrl, { redirect: 'manual' });
+    await response.body?.cancel();
+    const location = response.headers.get('location');
+    if (!location) throw new Error(`authorization endpoint answered ${response.status} without a redirect`);
+    const code = new URL(location, authorizationUrl).searchParams.get('code');
+    if (!code) throw new Error(`authorization redirect carries no code: ${location}`);
+    this.pendingCode = code;
+  }
+
+  /** The code of the last authorization redirect, once. */
+  takeAuthorizationCode(): string | undefined {
+    const code = this.pendingCode;
+    this.pendingCode = undefined;
+    return code;
+  }
+}
+
+/** A connected client; `run` retries an operation after completing an authorization it triggered. */
+interface Session {
+  client: Client;
+  run<T>(operation: () => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+interface ConnectOptions {
+  capabilities?: ConstructorParameters<typeof Client>[1];
+  setup?: (client: Client) => void;
+  authProvider?: OAuthClientProvider;
+  headers?: Record<string, string>;
+}
+
+async function connect(serverUrl: string, options: ConnectOptions = {}): Promise<Session> {
+  const url = new URL(serverUrl);
+  const makeTransport = () =>
+    new StreamableHTTPClientTransport(url, {
+      ...(options.authProvider ? { authProvider: options.authProvider } : {}),
+      ...(options.headers ? { requestInit: { headers: options.headers } } : {}),
+    });
+  const makeClient = () => {
+    const client = new Client(CLIENT_INFO, options.capabilities ?? { capabilities: {} });
+    options.setup?.(client);
+    return client;
+  };
+
+  const headless = options.authProvider instanceof HeadlessOAuthProvider ? options.authProvider : undefined;
+  let transport = makeTransport();
+  let client = makeClient();
+  for (;;) {
+    try {
+      await client.connect(transport);
+      break;
+    } catch (error) {
+      const code = error instanceof UnauthorizedError ? headless?.takeAuthorizationCode() : undefined;
+      if (code === undefined) throw error;
+      // The failed connect closed this transport and client: finish the authorization on it, then
+      // start over with fresh ones that pick up the tokens from the provider.
+      await transport.finishAuth(code);
+      transport = makeTransport();
+      client = makeClient();
+    }
+  }
+
+  const session: Session = {
+    client,
+    async run(operation) {
+      for (;;) {
+        try {
+          return await operation();
+        } catch (error) {
+          const code = error instanceof UnauthorizedError ? headless?.takeAuthorizationCode() : undefined;
+          if (code === undefined) throw error;
+          await transport.finishAuth(code);
+        }
+      }
+    },
+    close: () => transport.close(),
+  };
+  return session;
+}
+
+/** Lists the tools, optionally calls one, and closes. */
+async function listAndCall(session: Session, call?: { name: string; arguments: Record<string, unknown> }): Promise<void> {
+  try {
+    const { tools } = await session.run(() => session.client.listTools());
+    log('tools:', tools.map((tool) => tool.name).join(', '));
+    if (call) {
+      const result = await session.run(() => session.client.callTool(call));
+      log('result:', JSON.stringify(result));
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+/** Issuer the MCP server's protected resource metadata points at (for credentials bound to it). */
+async function advertisedIssuer(serverUrl: string): Promise<string> {
+  const metadata = await discoverOAuthProtectedResourceMetadata(serverUrl);
+  const issuer = metadata.authorization_servers?.[0];
+  if (!issuer) throw new Error('protected resource metadata names no authorization server');
+  return issuer;
+}
+
+async function postForm(url: string, params: Record<string, string>, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(params),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`POST ${url}: ${response.status} ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+async function getJson(url: URL): Promise<Record<string, unknown>> {
+  const response = await fetch(url);
+  const text = await response.text();
+  if (!response.ok) throw new Error(`GET ${url.href}: ${response.status} ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+type Handler = (serverUrl: string) => Promise<void>;
+
+const authorizationCodeFlow: Handler = async (serverUrl) => {
+  const provider = new HeadlessOAuthProvider(CIMD_CLIENT_METADATA_URL);
+  await listAndCall(await connect(serverUrl, { authProvider: provider }), { name: 'test-tool', arguments: {} });
+};
+
+const handlers: Record<string, Handler> = {
+  initialize: async (serverUrl) => listAndCall(await connect(serverUrl)),
+
+  tools_call: async (serverUrl) => listAndCall(await connect(serverUrl), { name: 'add_numbers', arguments: { a: 2, b: 3 } }),
+
+  'elicitation-sep1034-client-defaults': async (serverUrl) => {
+    const broken = process.env.CONFORMANCE_CLIENT_BREAK === 'no-elicitation';
+    const session = await connect(serverUrl, {
+      capabilities: { capabilities: broken ? {} : { elicitation: { form: { applyDefaults: true } } } },
+      setup: (client) => {
+        if (broken) return; // the SDK refuses an elicitation handler without the capability
+        // Accept with nothing filled in: the SDK must fill every field from the schema's defaults.
+        client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: {} }));
+      },
+    });
+    await listAndCall(session, { name: 'test_client_elicitation_defaults', arguments: {} });
+  },
+
+  // The server closes the tool call's SSE stream with `retry: 500`; the SDK must reconnect with GET
+  // and Last-Event-ID after those 500 ms and receive the result there.
+  'sse-retry': async (serverUrl) => listAndCall(await connect(serverUrl), { name: 'test_reconnection', arguments: {} }),
+
+  'auth/pre-registration': async (serverUrl) => {
+    const ctx = context();
+    const issuer = await advertisedIssuer(serverUrl);
+    const provider = new HeadlessOAuthProvider(undefined, {
+      client_id: required(ctx, 'client_id'),
+      client_secret: required(ctx, 'client_secret'),
+      redirect_uris: [REDIRECT_URL],
+      issuer,
+    });
+    await listAndCall(await connect(serverUrl, { authProvider: provider }));
+  },
+
+  'auth/client-credentials-basic': async (serverUrl) => {
+    const ctx = context();
+    const provider = new ClientCredentialsProvider({
+      clientId: required(ctx, 'client_id'),
+      clientSecret: required(ctx, 'client_secret'),
+      expectedIssuer: await advertisedIssuer(serverUrl),
+    });
+    await listAndCall(await connect(serverUrl, { authProvider: provider }));
+  },
+
+  'auth/client-credentials-jwt': async (serverUrl) => {
+    const ctx = context();
+    const provider = new PrivateKeyJwtProvider({
+      clientId: required(ctx, 'client_id'),
+      privateKey: required(ctx, 'private_key_pem'),
+      algorithm: ctx.signing_algorithm ?? 'ES256',
+      expectedIssuer: await advertisedIssuer(serverUrl),
+    });
+    await listAndCall(await connect(serverUrl, { authProvider: provider }));
+  },
+
+  // SEP-990: ID token -> (token exchange at the IdP) ID-JAG -> (jwt-bearer grant at the AS) access token.
+  'auth/cross-app-access-complete-flow': async (serverUrl) => {
+    const ctx = context();
+    const resourceMetadata = await discoverOAuthProtectedResourceMetadata(serverUrl);
+    const authorizationServer = resourceMetadata.authorization_servers?.[0];
+    if (!authorizationServer) throw new Error('protected resource metadata names no authorization server');
+    const asMetadata = await getJson(new URL('/.well-known/oauth-authorization-server', authorizationServer));
+    const grants = Array.isArray(asMetadata.grant_types_supported) ? asMetadata.grant_types_supported : [];
+    if (!grants.includes('urn:ietf:params:oauth:grant-type:jwt-bearer')) {
+      throw new Error(`authorization server does not support jwt-bearer: ${grants.join(', ')}`);
+    }
+    const exchanged = await postForm(required(ctx, 'idp_token_endpoint'), {
+      grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+      requested_token_type: 'urn:ietf:params:oauth:token-type:id-jag',
+      audience: String(asMetadata.issuer),
+      resource: resourceMetadata.resource,
+      subject_token: required(ctx, 'idp_id_token'),
+      subject_token_type: 'urn:ietf:params:oauth:token-type:id_token',
+      client_id: required(ctx, 'idp_client_id'),
+    });
+    const credentials = `${encodeURIComponent(required(ctx, 'client_id'))}:${encodeURIComponent(required(ctx, 'client_secret'))}`;
+    const granted = await postForm(
+      String(asMetadata.token_endpoint),
+      { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: String(exchanged.access_token) },
+      { authorization: `Basic ${Buffer.from(credentials).toString('base64')}` },
+    );
+    const session = await connect(serverUrl, { headers: { authorization: `Bearer ${String(granted.access_token)}` } });
+    await listAndCall(session, { name: 'test-tool', arguments: {} });
+  },
+};
+
+async function main(): Promise<number> {
+  const scenario = process.env.MCP_CONFORMANCE_SCENARIO;
+  const serverUrl = process.argv.at(-1);
+  if (!scenario || !serverUrl || process.argv.length < 3) {
+    console.error('usage: MCP_CONFORMANCE_SCENARIO=<scenario> sdk-client <server-url>');
+    return 2;
+  }
+  // Every other auth/* scenario is the interactive authorization-code flow, with its variations
+  // (discovery, scopes, token endpoint auth, resource mismatch, …) left to the SDK.
+  const handler = handlers[scenario] ?? (scenario.startsWith('auth/') ? authorizationCodeFlow : undefined);
+  if (!handler) {
+    console.error(`sdk-client: unknown scenario ${scenario}`);
+    return 2;
+  }
+  log(scenario, serverUrl);
+  await handler(serverUrl);
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error('sdk-client:', error instanceof Error ? (error.stack ?? error.message) : error);
+    process.exit(1);
+  },
+);
