@@ -5,7 +5,13 @@
  * cross worker-thread boundaries as plain data ({@link SerializedError}) and are rebuilt on the
  * other side, so `instanceof` is not reliable across threads or duplicate package copies: use
  * {@link isMcpSupervisorError}, which checks a registered-symbol brand instead.
+ *
+ * No configured secret leaves through an error: the constructor (and so {@link
+ * McpSupervisorError.fromJSON}, which rebuilds errors sent by worker threads) passes `message`,
+ * `modelText` and `data` through the scrubber of `config/redact.ts`, wherever the error was built
+ * and whatever text (a `fetch` error quoting a URL, a server's stderr) went into it.
  */
+import { scrubDeep, scrubText } from './config/redact.js';
 
 /** Every error code the library produces. Codes may be added; existing ones keep their meaning. */
 export type ErrorCode =
@@ -23,6 +29,7 @@ export type ErrorCode =
   | 'UNKNOWN_PROFILE'
   | 'INVALID_CONFIG'
   | 'INVALID_ARGUMENTS'
+  | 'MESSAGE_TOO_LARGE'
   | 'RELOAD_ABORTED'
   | 'RETRY_REFUSED'
   | 'HOST_CLOSED'
@@ -90,14 +97,17 @@ export class McpSupervisorError extends Error {
   readonly data: Record<string, unknown> | undefined;
 
   constructor(code: ErrorCode, message: string, options: McpSupervisorErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    const safeMessage = scrubText(String(message));
+    // The cause stays as it is unless its message quotes a secret (then a scrubbed stand-in).
+    const cause = options.cause === undefined ? undefined : scrubDeep(options.cause);
+    super(safeMessage, cause === undefined ? undefined : { cause });
     this.name = 'McpSupervisorError';
     this.code = code;
     this.retryable = options.retryable ?? RETRYABLE_CODES.has(code);
     this.server = options.server;
     this.profile = options.profile;
-    this.modelText = options.modelText ?? message;
-    this.data = options.data;
+    this.modelText = options.modelText === undefined ? safeMessage : scrubText(String(options.modelText));
+    this.data = options.data === undefined ? undefined : scrubDeep(options.data);
     Object.defineProperty(this, BRAND, { value: true });
   }
 
@@ -133,8 +143,12 @@ export function isMcpSupervisorError(value: unknown): value is McpSupervisorErro
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
 }
 
-/** A short, log-safe description of any thrown value. */
+/** A short, log-safe description of any thrown value (scrubbed of registered secrets). */
 export function describeError(value: unknown): string {
+  return scrubText(describeRaw(value));
+}
+
+function describeRaw(value: unknown): string {
   if (value instanceof Error) return value.message || value.name;
   if (typeof value === 'string') return value;
   try {

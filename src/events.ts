@@ -2,7 +2,12 @@
  * A small typed event emitter. Listeners of one event get a typed payload; a throwing listener is
  * isolated (reported to `onListenerError`) so a host's logging bug can never break discovery or a
  * tool call.
+ *
+ * Events are an exit of the library: listeners receive the payload passed through the scrubber of
+ * `config/redact.ts` (a copy only when something was replaced), so no configured secret reaches a
+ * host's logs through an event. Nothing is scrubbed when an event has no listener.
  */
+import { scrubDeep } from './config/redact.js';
 
 /** A map from event name to payload type. */
 export type EventMap = object;
@@ -38,9 +43,10 @@ export class TypedEmitter<Events extends EventMap> {
   emit<Name extends keyof Events>(event: Name, payload: Events[Name]): void {
     const set = this.listeners.get(event);
     if (!set || set.size === 0) return;
+    const safePayload = scrubDeep(payload);
     for (const listener of [...set]) {
       try {
-        (listener as (payload: Events[Name]) => void)(payload);
+        (listener as (payload: Events[Name]) => void)(safePayload);
       } catch (error) {
         this.onListenerError(error, event);
       }

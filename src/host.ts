@@ -4,7 +4,7 @@
  * profile key on every path, the readiness registry, discovery bodies in the piscina pool, and the
  * session layer for tool calls.
  */
-import { statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { type Clock, systemClock } from './clock.js';
@@ -23,6 +23,8 @@ import type { DiscoveryDriver } from './readiness/driver.js';
 import { type ReadinessEvents, ReadinessRegistry, type ReloadResult } from './readiness/registry.js';
 import { serverToolKey } from './readiness/settlement.js';
 import { createTurn, withErrorsAsResults } from './readiness/turn.js';
+import { checkArguments } from './readiness/arguments.js';
+import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SCHEMA_DEPTH } from './connection/limits.js';
 import type { CallOptions, ReadinessView, Turn, WaitOptions } from './readiness/types.js';
 import { SessionManager } from './sessions/manager.js';
 import type { SessionOptions, SupervisorEvents, SupervisorStats } from './sessions/supervisor.js';
@@ -46,10 +48,18 @@ export interface HostOptions {
   defaultProfile?: string;
   /**
    * Loads a profile that is not listed (called with its canonical key). Return a config document
-   * (any supported format) or `undefined` for "no such profile". Without it, path-like refs are
-   * read from disk (a directory means its `.mcp.json`).
+   * (any supported format) or `undefined` for "no such profile". Without it, path-like refs inside
+   * `profileRoots` are read from disk (a directory means its `.mcp.json`).
    */
   loadProfile?: (key: string, signal: AbortSignal) => Promise<unknown>;
+  /**
+   * Directories from which unlisted path-like profile references may be read (without
+   * `loadProfile`). Default none: an unlisted path is `UNKNOWN_PROFILE` and nothing is read —
+   * a reference that comes from a user must never make the host read, and run, a planted file.
+   */
+  profileRoots?: string[];
+  /** Bounds on what servers and callers can make the host hold. */
+  limits?: HostLimits;
   discovery?: HostDiscoveryOptions;
   sessions?: Partial<Omit<SessionOptions, 'breaker' | 'connectTimeoutMs'>>;
   breaker?: Partial<BreakerOptions>;
@@ -80,6 +90,18 @@ export interface HostOptions {
 export interface ClientEvents {
   /** A server needs the user to authorise: the OAuth provider was sent to `authorizationUrl`. */
   'server:auth-required': AuthRequiredEvent;
+}
+
+/** Bounds on what servers and callers can make the host hold (each reported by name when hit). */
+export interface HostLimits {
+  /** Largest message a server may send: a stdio line, an HTTP JSON body, one SSE event (bytes). Default 10 MB. */
+  maxMessageBytes?: number;
+  /** Unknown or failed profile references remembered at once (oldest forgotten first). Default 1000. */
+  maxUnknownProfiles?: number;
+  /** Most tools (and, separately, prompts and resources) one server may list. Default 5000. */
+  maxCatalogItems?: number;
+  /** Deepest nesting of a tool's input or output schema. Default 64. */
+  maxSchemaDepth?: number;
 }
 
 /** Every event a host emits, with its payload. */
@@ -175,6 +197,47 @@ function resolveClientOptions(client: ClientOptions | undefined): ResolvedClient
   return { info: Object.freeze({ ...info }), ...(client.elicitation ? { elicitation: client.elicitation } : {}) };
 }
 
+/**
+ * The deepest schema the host can carry at all: every thread walks catalogues (cloning, freezing,
+ * serialising) and a thread's stack ends around a few thousand nested objects.
+ */
+const MAX_SCHEMA_DEPTH = 512;
+
+function atMost(name: string, value: number, max: number): number {
+  if (value > max) throw new McpSupervisorError('INVALID_CONFIG', `Expected \`${name}\` to be at most ${max}, got \`${value}\` (number)`);
+  return value;
+}
+
+/** Validates `limits` and fills in the defaults. */
+function resolveLimits(limits: HostLimits | undefined): Required<HostLimits> {
+  if (limits !== undefined && (typeof limits !== 'object' || limits === null)) throw invalidOption('limits', 'an object', limits);
+  return {
+    maxMessageBytes: positive('limits.maxMessageBytes', limits?.maxMessageBytes, DEFAULT_MAX_MESSAGE_BYTES),
+    maxUnknownProfiles: positive('limits.maxUnknownProfiles', limits?.maxUnknownProfiles, 1000),
+    maxCatalogItems: positive('limits.maxCatalogItems', limits?.maxCatalogItems, DEFAULT_MAX_CATALOG_ITEMS),
+    maxSchemaDepth: atMost('limits.maxSchemaDepth', positive('limits.maxSchemaDepth', limits?.maxSchemaDepth, DEFAULT_MAX_SCHEMA_DEPTH), MAX_SCHEMA_DEPTH),
+  };
+}
+
+/** Validates `profileRoots`: absolute-or-relative directories, realpath'd (a symlinked root is its target). */
+function resolveProfileRoots(roots: unknown, cwd: string): string[] {
+  if (roots === undefined) return [];
+  if (!Array.isArray(roots) || roots.some((root) => typeof root !== 'string' || root === '')) throw invalidOption('profileRoots', 'an array of directory paths', roots);
+  return roots.map((root: string) => {
+    const absolute = path.resolve(cwd, root);
+    try {
+      return realpathSync(absolute);
+    } catch {
+      return absolute;
+    }
+  });
+}
+
+/** True when `key` (a canonical path) is one of `roots` or inside one. */
+function insideRoots(key: string, roots: readonly string[]): boolean {
+  return roots.some((root) => key === root || key.startsWith(root.endsWith(path.sep) ? root : root + path.sep));
+}
+
 /** Validates `auth`. */
 function resolveAuthFactory(auth: HostOptions['auth']): AuthProviderFactory | undefined {
   if (auth === undefined) return undefined;
@@ -227,14 +290,18 @@ export function createHost(options: HostOptions = {}): Host {
   const retryCooldownMs = positive('discovery.retryCooldownMs', discoveryOptions.retryCooldownMs, 30_000);
   const maxRetryCooldownMs = positive('discovery.maxRetryCooldownMs', discoveryOptions.maxRetryCooldownMs, 600_000);
   const coordinatorOptions: DiscoveryOptions = { ...discoveryOptions };
+  const limits = resolveLimits(options.limits);
+  const profileRoots = resolveProfileRoots(options.profileRoots, options.cwd ?? process.cwd());
   const clientOptions = resolveClientOptions(options.client);
   const authFactory = resolveAuthFactory(options.auth);
   const events = new TypedEmitter<HostEvents>();
   const auth = new AuthRegistry(authFactory, (payload) => events.emit('server:auth-required', payload));
   const sides = new ClientSides(clientOptions, auth);
-  const driver = options.discoveryDriver ?? new DiscoveryCoordinator(coordinatorOptions, sides);
+  const driver =
+    options.discoveryDriver ??
+    new DiscoveryCoordinator(coordinatorOptions, sides, { maxMessageBytes: limits.maxMessageBytes, maxCatalogItems: limits.maxCatalogItems, maxSchemaDepth: limits.maxSchemaDepth });
   const connectTimeoutMs = driver instanceof DiscoveryCoordinator ? driver.options.connectTimeoutMs : positive('discovery.connectTimeoutMs', discoveryOptions.connectTimeoutMs, 15_000);
-  const sessionOptions = resolveSessionOptions(options, connectTimeoutMs);
+  const sessionOptions: SessionOptions = { ...resolveSessionOptions(options, connectTimeoutMs), maxMessageBytes: limits.maxMessageBytes };
 
   const loadConfig = async (key: string, signal: AbortSignal): Promise<ProfileConfig | undefined> => {
     const known = listed.get(key);
@@ -243,7 +310,8 @@ export function createHost(options: HostOptions = {}): Host {
       const document = await options.loadProfile(key, signal);
       return document === undefined ? undefined : parseProfileConfig(document, { profile: key, env });
     }
-    if (isPathLikeRef(key)) return loadProfileFile(configFileFor(key), { profile: key, env });
+    // Only inside the configured roots: a stray or hostile reference reads (and runs) nothing.
+    if (isPathLikeRef(key) && insideRoots(key, profileRoots)) return loadProfileFile(configFileFor(key), { profile: key, env });
     return undefined;
   };
 
@@ -258,14 +326,14 @@ export function createHost(options: HostOptions = {}): Host {
     sides,
     options.random,
   );
-  registry = new ReadinessRegistry(driver, sessions, loadConfig, clock, { readinessCapMs, retryCooldownMs, maxRetryCooldownMs }, events, {
+  registry = new ReadinessRegistry(driver, sessions, loadConfig, clock, { readinessCapMs, retryCooldownMs, maxRetryCooldownMs, maxUnknownProfiles: limits.maxUnknownProfiles }, events, {
     authorizationUrl: (key, name) => {
       const server = serverNamed(registry?.configOf(key), name);
       return server ? sides.pendingAuthorization(key, server) : undefined;
     },
   });
   const readiness = registry;
-  let closed = false;
+  let closing: Promise<void> | undefined;
 
   const keyOf = (ref?: string): string => canonicalProfileKey(ref, keyOptions);
 
@@ -287,16 +355,20 @@ export function createHost(options: HostOptions = {}): Host {
     callTool(ref, serverName, tool, args = {}, callOptions = {}): Promise<CallToolResult> {
       return withErrorsAsResults(callOptions, async () => {
         const key = keyOf(ref);
+        const checked = checkArguments(args, { profile: key, server: String(serverName), tool: String(tool) });
         const { view, catalog } = await readiness.wait(key, callOptions.signal ? { signal: callOptions.signal } : {});
-        const server = readiness.configOf(key)?.servers[serverName];
-        if (!server) {
+        const server = serverNamed(readiness.configOf(key), serverName);
+        if (!server || server.disabled) {
           throw new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${serverName}" is not configured in profile "${key}".`, { profile: key, server: serverName, retryable: false });
         }
         const route = catalog.byServerTool.get(serverToolKey(serverName, tool));
-        if (!route && view.servers[serverName]?.status === 'ready') {
+        // A parked server's tools leave the catalog, but the server is still there: its supervisor
+        // says it is parked and when it is probed next (never "no such tool").
+        const parked = sessions.isExcluded(key, serverName);
+        if (!route && !parked && Object.hasOwn(view.servers, serverName) && view.servers[serverName]?.status === 'ready') {
           throw new McpSupervisorError('UNKNOWN_TOOL', `The MCP server "${serverName}" has no tool "${tool}".`, { profile: key, server: serverName, retryable: false });
         }
-        return sessions.callTool({ key, server, route: route ?? { server: serverName, tool }, args, options: callOptions });
+        return sessions.callTool({ key, server, route: route ?? { server: serverName, tool }, args: checked, options: callOptions });
       });
     },
     retry(ref?: string, waitOptions: WaitOptions = {}): Promise<ReadinessView> {
@@ -342,11 +414,20 @@ export function createHost(options: HostOptions = {}): Host {
     profileKey(ref?: string): string {
       return keyOf(ref);
     },
-    async close(): Promise<void> {
-      if (closed) return;
-      closed = true;
-      auth.close();
-      await readiness.close();
+    close(): Promise<void> {
+      // One promise for every caller: a second close() resolves when the first one is done, not
+      // before. A ref'd timer keeps the event loop alive meanwhile (every wait inside is unref'd
+      // so nothing else would), so `await host.close(); console.log(…)` always prints.
+      closing ??= (async () => {
+        const keepAlive = setInterval(() => undefined, 1 << 30);
+        try {
+          auth.close();
+          await readiness.close();
+        } finally {
+          clearInterval(keepAlive);
+        }
+      })();
+      return closing;
     },
   };
   return host;

@@ -2,9 +2,15 @@
  * `mcp-supervisor doctor`: discovers the profiles of one or more config files through the library,
  * the way a host would, shows progress per server as it settles, then a table. Exit code 0 when
  * every enabled server is ready, 1 when one is not (or `--call` failed), 2 for bad input.
+ *
+ * Everything it writes (progress lines, the table, `--json`, error messages, a `--call` result)
+ * passes through the scrubber of `config/redact.ts` on its way out: the configs it loaded
+ * registered their secrets, so no env or header value, URL password or secret query value is ever
+ * printed, even when a server echoed it.
  */
 import path from 'node:path';
 import { loadProfileFile } from '../config/load.js';
+import { scrubDeep, scrubText } from '../config/redact.js';
 import type { ProfileConfig } from '../config/types.js';
 import { isMcpSupervisorError } from '../errors.js';
 import { createHost } from '../host.js';
@@ -91,7 +97,13 @@ export interface DoctorReport {
 }
 
 /** Runs the doctor; returns the exit code. */
-export async function runDoctor(args: DoctorArgs, output: Output): Promise<number> {
+export async function runDoctor(args: DoctorArgs, rawOutput: Output): Promise<number> {
+  // One choke point for everything the doctor prints.
+  const output: Output = {
+    out: (text) => rawOutput.out(scrubText(text)),
+    err: (text) => rawOutput.err(scrubText(text)),
+    isTTY: rawOutput.isTTY,
+  };
   const useExamples = args.profiles.length === 0;
   const profiles = useExamples ? Object.entries(EXAMPLE_PROFILES).map(([name, file]) => ({ name, file })) : args.profiles;
   const env = useExamples ? await exampleEnvironment() : process.env;
@@ -121,7 +133,7 @@ export async function runDoctor(args: DoctorArgs, output: Output): Promise<numbe
     host.start();
     const report = await collect(host, [...configs.keys()], configs);
     if (args.call) report.call = await callOnce(host, [...configs.keys()], configs, args.call);
-    if (args.json) output.out(`${JSON.stringify(report, null, 2)}\n`);
+    if (args.json) output.out(`${JSON.stringify(scrubDeep(report), null, 2)}\n`);
     else {
       output.out(`\n${renderTable(report.rows)}\n`);
       if (report.call) output.out(`\n--call ${args.call?.server}/${args.call?.tool}: ${report.call.ok ? 'ok' : 'failed'}\n${report.call.text}\n`);

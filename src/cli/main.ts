@@ -3,6 +3,7 @@
  * The `mcp-supervisor` command: `doctor` (check config files, or the bundled examples) and `demo`
  * (the library at work on the bundled examples; what `npm start` runs).
  */
+import { scrubText } from '../config/redact.js';
 import { runDemo } from './demo.js';
 import { type Output, UsageError, parseDoctorArgs, runDoctor } from './doctor.js';
 
@@ -15,9 +16,10 @@ doctor  discovers every profile (default: the bundled examples) and prints a tab
 demo    runs the bundled example profiles through the library, step by step.
 `;
 
+// Everything printed is scrubbed of the secrets the loaded configs registered (see config/redact.ts).
 const output: Output = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
+  out: (text) => process.stdout.write(scrubText(text)),
+  err: (text) => process.stderr.write(scrubText(text)),
   isTTY: process.stdout.isTTY === true,
 };
 

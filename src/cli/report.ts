@@ -1,8 +1,10 @@
 /**
  * The doctor's table: one row per server with its transport, status, tool count, connect time and,
- * for failures, the kind and message (the stderr tail for exits). Secrets never appear: the target
- * column is redacted.
+ * for failures, the kind and message (the stderr tail for exits). Secrets never appear: messages
+ * are scrubbed of every registered secret (views already are; this is belt and braces), before any
+ * truncation, so a secret cut by the column width cannot leak its first half.
  */
+import { scrubText } from '../config/redact.js';
 import type { ProfileConfig } from '../config/types.js';
 import type { ReadinessView } from '../readiness/types.js';
 
@@ -21,7 +23,7 @@ export interface ServerRow {
 /** Rows for one profile. */
 export function rowsFor(profile: string, config: ProfileConfig | undefined, view: ReadinessView): ServerRow[] {
   if (view.error && !config) {
-    return [{ profile, server: '-', transport: '-', status: 'failed', tools: null, connectMs: null, kind: view.error.code, message: view.error.message }];
+    return [{ profile, server: '-', transport: '-', status: 'failed', tools: null, connectMs: null, kind: view.error.code, message: scrubText(view.error.message) }];
   }
   return Object.entries(view.servers).map(([server, state]) => {
     const transport = config?.servers[server]?.transport ?? '?';
@@ -30,7 +32,7 @@ export function rowsFor(profile: string, config: ProfileConfig | undefined, view
     }
     if (state.status === 'failed') {
       const detail = state.kind === 'exited' && state.stderrTail ? `${state.message}; stderr: ${state.stderrTail.split('\n').slice(-2).join(' | ')}` : state.message;
-      return { profile, server, transport, status: 'failed', tools: null, connectMs: null, kind: state.kind, message: detail };
+      return { profile, server, transport, status: 'failed', tools: null, connectMs: null, kind: state.kind, message: scrubText(detail) };
     }
     return { profile, server, transport, status: state.status, tools: null, connectMs: null, kind: null, message: null };
   });
@@ -44,14 +46,14 @@ function truncate(text: string, width: number): string {
 export function renderTable(rows: readonly ServerRow[]): string {
   const header = ['PROFILE', 'SERVER', 'TRANSPORT', 'STATUS', 'TOOLS', 'CONNECT', 'KIND', 'MESSAGE'];
   const cells = rows.map((row) => [
-    row.profile,
-    row.server,
+    scrubText(row.profile),
+    scrubText(row.server),
     row.transport,
     row.status,
     row.tools === null ? '-' : String(row.tools),
     row.connectMs === null ? '-' : `${row.connectMs} ms`,
     row.kind ?? '-',
-    truncate(row.message ?? '', 160),
+    truncate(scrubText(row.message ?? ''), 160),
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...cells.map((line) => line[column]!.length)));
   const format = (line: string[]): string => line.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd();

@@ -8,6 +8,16 @@
 /** Why an expansion failed; the caller turns it into an INVALID_CONFIG issue for its field. */
 export class ExpansionError extends Error {
   override readonly name = 'ExpansionError';
+  /**
+   * @param reason `input`: an `${input:…}` prompt; `invalid`: not a valid reference; `unset`: an
+   *   unset variable without a default. Messages never show a `:-default` (it may be a secret).
+   */
+  constructor(
+    message: string,
+    readonly reason: 'input' | 'invalid' | 'unset' = 'invalid',
+  ) {
+    super(message);
+  }
 }
 
 const PLACEHOLDER = /\$\{([^}]*)\}/g;
@@ -27,17 +37,19 @@ export function expandVariables(text: string, env: Environment, extra: Environme
     const fallbackAt = body.indexOf(':-');
     let name = fallbackAt === -1 ? body : body.slice(0, fallbackAt);
     const fallback = fallbackAt === -1 ? undefined : body.slice(fallbackAt + 2);
+    // What messages show of the placeholder: never its default, which may be a literal secret.
+    const shown = `\${${name}${fallback === undefined ? '' : ':-…'}}`;
     if (name.startsWith('env:')) name = name.slice(4);
     else if (name.startsWith('input:')) {
-      throw new ExpansionError(`\`\${${body}}\` asks the user for input, which a host cannot do; write the value or use \${VAR}`);
+      throw new ExpansionError(`\`${shown}\` asks the user for input, which a host cannot do; write the value or use \${VAR}`, 'input');
     } else if (name in extra) {
       return extra[name] ?? '';
     }
-    if (!NAME.test(name)) throw new ExpansionError(`\`\${${body}}\` is not a valid variable reference`);
+    if (!NAME.test(name)) throw new ExpansionError(`\`${shown}\` is not a valid variable reference`, 'invalid');
     const value = env[name];
     if (value !== undefined && value !== '') return value;
     if (fallback !== undefined) return fallback;
     if (value === '') return '';
-    throw new ExpansionError(`environment variable \`${name}\` is not set and has no default (write \`\${${name}:-default}\` to give one)`);
+    throw new ExpansionError(`environment variable \`${name}\` is not set and has no default (write \`\${${name}:-default}\` to give one)`, 'unset');
   });
 }

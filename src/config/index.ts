@@ -5,4 +5,17 @@ export { loadProfileFile, parseJsonDocument, stripJsonComments } from './load.js
 export { expandVariables, ExpansionError, type Environment } from './expand.js';
 export { canonicalProfileKey, isPathLikeRef, DEFAULT_PROFILE_NAME, type ProfileKeyOptions } from './profile-key.js';
 export { serverFingerprint } from './fingerprint.js';
-export { redactServer, redactUrl, redactValues, describeServerTarget, REDACTED } from './redact.js';
+export {
+  redactServer,
+  redactUrl,
+  redactValues,
+  describeServerTarget,
+  REDACTED,
+  scrubText,
+  scrubDeep,
+  registerSecret,
+  SECRET_QUERY_NAME,
+  SECRET_FIELD_NAME,
+  MIN_SECRET_LENGTH,
+  MIN_NAMED_SECRET_LENGTH,
+} from './redact.js';

@@ -2,7 +2,7 @@
  * Reading config files from disk. VS Code's `mcp.json` and settings files are JSON with comments
  * and trailing commas, so the reader accepts that dialect; every other format is plain JSON, which
  * is a subset. A file that cannot be read or parsed is an INVALID_CONFIG error naming the file and,
- * for syntax errors, the line and column.
+ * for syntax errors, the line and column (never the text around it: it may hold a secret).
  */
 import { readFile } from 'node:fs/promises';
 import { McpSupervisorError } from '../errors.js';
@@ -58,12 +58,14 @@ export function parseJsonDocument(text: string, context: Pick<ParseContext, 'pro
   try {
     return JSON.parse(stripped);
   } catch (error) {
+    // V8's messages quote the document (`Unexpected token 'S', "SECRET=…"... is not valid JSON`),
+    // and the file may not even be a config (a stray path): keep only the position, never text.
     const reason = error instanceof Error ? error.message : String(error);
     const position = /position (\d+)/.exec(reason);
     const where = position ? ` at ${lineAndColumn(stripped, Number(position[1]))}` : '';
     throw new McpSupervisorError(
       'INVALID_CONFIG',
-      `Invalid config: ${context.file === undefined ? '' : `file ${context.file}, `}profile "${context.profile}": not valid JSON${where}: ${reason}`,
+      `Invalid config: ${context.file === undefined ? '' : `file ${context.file}, `}profile "${context.profile}": not valid JSON${where}`,
       { profile: context.profile, data: context.file === undefined ? {} : { file: context.file } },
     );
   }

@@ -8,12 +8,38 @@
  *
  * Validation collects every problem before failing, and the result is built only when there are
  * none, so a bad config is never half-applied. Each problem names the file (when there is one),
- * the profile, the server and the field, with what was expected and what was received; values of
- * `env` and `headers` are never echoed because that is where secrets live.
+ * the profile, the server and the field, with what was expected and what was received.
+ *
+ * Secrets. Values of `env` and `headers` are never echoed (not even the `:-default` of a
+ * placeholder in them), nor are a URL's userinfo or secret-looking query values, even in a URL
+ * that does not parse. Parsing also *registers* every secret of the config with the scrubber of
+ * `redact.ts` (env and header values, URL credentials, secret query values, values of
+ * `${SECRET_NAMED_VAR}` placeholders wherever they are expanded), so text that comes back later
+ * (a `fetch` error, a server's stderr) is scrubbed at every exit of the library.
+ *
+ * URL credentials. `fetch` refuses a URL with userinfo (and its error quotes the whole URL,
+ * password included), so `http://user:pass@host/path` is normalised here to the same URL without
+ * userinfo plus an `Authorization: Basic base64(user:pass)` header (percent-escapes in the
+ * userinfo decoded first; a URL with only a username gets `Basic base64(user:)`). That is what
+ * browsers and curl send for such a URL. When the server also has an `Authorization` header
+ * (any case), the config is refused with an issue on its `url` field: the library never silently
+ * picks one of two credentials.
  */
 import { z } from 'zod';
 import { McpSupervisorError } from '../errors.js';
 import { type Environment, ExpansionError, expandVariables } from './expand.js';
+import {
+  REDACTED,
+  SECRET_FIELD_NAME,
+  redactUrlText,
+  redactValues,
+  registerEnvSecret,
+  registerHeaderSecret,
+  registerSecret,
+  registerServerSecrets,
+  registerUrlSecrets,
+  scrubText,
+} from './redact.js';
 import type { ProfileConfig, ServerConfig, TransportKind } from './types.js';
 
 /** Where a config came from, for error messages and `${workspaceFolder}`. */
@@ -75,15 +101,33 @@ const documentSchema = z.looseObject({
 /** Fields whose values may hold secrets: problems there never show the received value. */
 const SECRET_FIELDS = new Set(['env', 'headers']);
 
+/**
+ * A copy of a received value that is safe to show: values under `env`/`headers` keys or under a
+ * secret-looking key are redacted, strings lose URL credentials and registered secrets.
+ */
+function redactForDisplay(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redactUrlText(value);
+  if (typeof value !== 'object' || value === null) return value;
+  if (depth > 8) return REDACTED;
+  if (Array.isArray(value)) return value.map((item) => redactForDisplay(item, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (SECRET_FIELDS.has(key)) out[key] = typeof inner === 'object' && inner !== null && !Array.isArray(inner) ? redactValues(inner as Record<string, string>) : REDACTED;
+    else if (SECRET_FIELD_NAME.test(key)) out[key] = REDACTED;
+    else out[key] = redactForDisplay(inner, depth + 1);
+  }
+  return out;
+}
+
 function describeReceived(value: unknown, secret: boolean): string {
   const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
   if (secret) return `a redacted ${type}`;
   if (value === undefined) return 'nothing';
   let shown: string;
   try {
-    shown = JSON.stringify(value) ?? String(value);
+    shown = JSON.stringify(redactForDisplay(value)) ?? String(value);
   } catch {
-    shown = String(value);
+    shown = scrubText(String(value));
   }
   if (shown.length > 60) shown = `${shown.slice(0, 57)}...`;
   return `\`${shown}\` (${type})`;
@@ -151,13 +195,35 @@ function resolveTransport(raw: RawServer, server: string, issues: ConfigIssue[])
   return transport ?? (raw.command !== undefined ? 'stdio' : 'http');
 }
 
+/** A placeholder's variable name (`${NAME}`, `${env:NAME}`, `${NAME:-default}`) and its default. */
+const PLACEHOLDER = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/** Registers the values `${VAR}` placeholders with a secret-looking name expand to, in any field. */
+function registerSecretVariables(text: string, env: Environment): void {
+  if (!text.includes('${')) return;
+  for (const match of text.matchAll(PLACEHOLDER)) {
+    if (!SECRET_FIELD_NAME.test(match[1]!)) continue;
+    const value = env[match[1]!];
+    if (value !== undefined && value !== '') registerSecret(value, true);
+    else if (match[2] !== undefined) registerSecret(match[2], true);
+  }
+}
+
+/** True for fields whose value is a secret (`env.X`, `headers.X`). */
+function isSecretField(field: string): boolean {
+  return SECRET_FIELDS.has(field.split('.')[0]!);
+}
+
 /** Expands one field, recording an issue instead of throwing so every problem is reported at once. */
 function expandField(text: string, field: string, server: string, issues: ConfigIssue[], env: Environment, extra: Environment): string {
+  registerSecretVariables(text, env);
   try {
     return expandVariables(text, env, extra);
   } catch (error) {
     if (!(error instanceof ExpansionError)) throw error;
-    issues.push({ server, field, problem: error.message });
+    // In a secret field even a malformed placeholder's text may be (part of) the secret.
+    const problem = isSecretField(field) && error.reason === 'invalid' ? 'expected `${VAR}` placeholders with a valid variable name, got an invalid one (value not shown)' : error.message;
+    issues.push({ server, field, problem });
     return text;
   }
 }
@@ -177,6 +243,36 @@ function expandRecord(
   return out;
 }
 
+/**
+ * Moves a URL's userinfo into an `Authorization: Basic` header (see the module comment). Returns
+ * the URL and headers to use; records an issue when the server already has an `Authorization`
+ * header.
+ */
+function moveUserinfo(url: string, parsed: URL, headers: Record<string, string>, server: string, issues: ConfigIssue[]): { url: string; headers: Record<string, string> } {
+  if (parsed.username === '' && parsed.password === '') return { url, headers };
+  if (Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')) {
+    issues.push({
+      server,
+      field: 'url',
+      problem:
+        'expected credentials either in the URL (user:password@) or in an `Authorization` header, got both (URL credentials are sent as an `Authorization: Basic` header); remove one of them',
+    });
+    return { url, headers };
+  }
+  const decode = (text: string): string => {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      return text;
+    }
+  };
+  const basic = `Basic ${Buffer.from(`${decode(parsed.username)}:${decode(parsed.password)}`, 'utf8').toString('base64')}`;
+  const stripped = new URL(parsed.href);
+  stripped.username = '';
+  stripped.password = '';
+  return { url: stripped.href, headers: { ...headers, Authorization: basic } };
+}
+
 function buildServer(name: string, raw: RawServer, issues: ConfigIssue[], env: Environment, extra: Environment): ServerConfig | undefined {
   const transport = resolveTransport(raw, name, issues);
   if (transport === undefined) return undefined;
@@ -188,17 +284,22 @@ function buildServer(name: string, raw: RawServer, issues: ConfigIssue[], env: E
     ...(raw.callTimeoutMs === undefined ? {} : { callTimeoutMs: raw.callTimeoutMs }),
   };
   if (transport === 'stdio') {
+    // Env first: its values are registered before any other field's problem is described.
+    const serverEnv = expandRecord(raw.env, 'env', name, issues, env, extra);
+    for (const [variable, value] of Object.entries(serverEnv)) registerEnvSecret(variable, value);
     const cwd = raw.cwd === undefined ? undefined : expandField(raw.cwd, 'cwd', name, issues, env, extra);
     return {
       ...common,
       transport,
       command: expandField(raw.command ?? '', 'command', name, issues, env, extra),
       args: (raw.args ?? []).map((arg, index) => expandField(arg, `args[${index}]`, name, issues, env, extra)),
-      env: expandRecord(raw.env, 'env', name, issues, env, extra),
+      env: serverEnv,
       ...(cwd === undefined ? {} : { cwd }),
     };
   }
-  const url = expandField(raw.url ?? '', 'url', name, issues, env, extra);
+  let headers = expandRecord(raw.headers, 'headers', name, issues, env, extra);
+  for (const [header, value] of Object.entries(headers)) registerHeaderSecret(header, value);
+  let url = expandField(raw.url ?? '', 'url', name, issues, env, extra);
   if (!issues.some((issue) => issue.server === name && issue.field === 'url')) {
     let parsed: URL | undefined;
     try {
@@ -206,11 +307,16 @@ function buildServer(name: string, raw: RawServer, issues: ConfigIssue[], env: E
     } catch {
       issues.push({ server: name, field: 'url', problem: `expected an absolute http(s) URL, got ${describeReceived(url, false)}` });
     }
+    if (parsed) registerUrlSecrets(url);
     if (parsed && parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       issues.push({ server: name, field: 'url', problem: `expected an http: or https: URL, got a ${parsed.protocol} URL` });
+    } else if (parsed) {
+      ({ url, headers } = moveUserinfo(url, parsed, headers, name, issues));
     }
   }
-  return { ...common, transport, url, headers: expandRecord(raw.headers, 'headers', name, issues, env, extra) };
+  const server: ServerConfig = { ...common, transport, url, headers };
+  registerServerSecrets(server);
+  return server;
 }
 
 /** Marks configs this module built, so re-parsing one is a no-op rather than a second expansion. */
@@ -270,7 +376,12 @@ export function invalidConfigError(context: Pick<ParseContext, 'profile' | 'file
  * @throws McpSupervisorError `INVALID_CONFIG` listing every problem; nothing is returned half-built.
  */
 export function parseProfileConfig(document: unknown, context: ParseContext): ProfileConfig {
-  if (isParsedProfileConfig(document)) return document;
+  if (isParsedProfileConfig(document)) {
+    // Already registered when it was parsed; registering again keeps its secrets from being the
+    // first ones dropped from the bounded registry.
+    for (const server of Object.values(document.servers)) registerServerSecrets(server);
+    return document;
+  }
   const env = context.env ?? process.env;
   const workspaceFolder = workspaceFolderOf(context);
   const extra: Environment = {

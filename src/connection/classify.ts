@@ -13,6 +13,8 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describeError } from '../errors.js';
 import type { ExitInfo } from '../process/stdio-transport.js';
 import type { FailureKind, ServerFailure } from '../discovery/types.js';
+import { CatalogLimitError, MESSAGE_TOO_LARGE_CODE, MessageTooLargeError } from './limits.js';
+import { NotMcpAnswerError } from './http-transport.js';
 
 const REFUSED_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'EPIPE']);
 
@@ -81,6 +83,8 @@ export interface ClassifyContext {
   cancelled?: boolean;
   /** What was under way, for the wording of an exit. Default `discovery`. */
   phase?: 'discovery' | 'session start';
+  /** The limit a message of the server exceeded (a stdio server is killed for it). */
+  tooLarge?: number;
 }
 
 function failure(kind: FailureKind, message: string, extra: Partial<ServerFailure> = {}): ServerFailure {
@@ -91,6 +95,10 @@ function failure(kind: FailureKind, message: string, extra: Partial<ServerFailur
 export function classifyFailure(error: unknown, context: ClassifyContext): ServerFailure {
   const stderr = context.stderrTail?.trim() ? { stderrTail: context.stderrTail.trim() } : {};
   if (context.cancelled) return failure('cancelled', 'discovery was cancelled (its generation was retired)');
+  const tooLarge = context.tooLarge ?? (error instanceof MessageTooLargeError ? error.limit : undefined);
+  if (tooLarge !== undefined) return failure('too_large', `the server sent a message larger than limits.maxMessageBytes (${tooLarge} bytes); it was refused`);
+  if (error instanceof CatalogLimitError) return failure('too_large', error.message);
+  if (error instanceof McpError && error.code === MESSAGE_TOO_LARGE_CODE) return failure('too_large', error.message.replace(/^MCP error -?\d+: /, ''));
   if (context.exit) {
     const during = context.phase === 'session start' ? 'while its session was starting' : 'before discovery finished';
     return failure('exited', `the server process ${describeExit(context.exit)} ${during}`, {
@@ -104,6 +112,7 @@ export function classifyFailure(error: unknown, context: ClassifyContext): Serve
   if (errno === 'ENOENT' || errno === 'EACCES' || errno === 'ENOTDIR' || errno === 'EPERM') {
     return failure('spawn', `could not start the server process: ${describeError(error)}`, stderr);
   }
+  if (error instanceof NotMcpAnswerError) return failure('http', error.message, { httpStatus: error.status });
   if (error instanceof UnauthorizedError) return failure('auth', `the server requires authorization${error.message && error.message !== 'Unauthorized' ? `: ${error.message}` : ''}`);
   // The SDK's OAuth flow failed (metadata discovery, registration, token exchange): still auth.
   if (error instanceof OAuthError) return failure('auth', `authorization failed: ${describeError(error)}`);

@@ -37,6 +37,10 @@ export interface ConnectOptions {
   onExit?(pid: number, exit: ExitInfo): void;
   /** Registers notification handlers on the client before it connects. */
   configure?(client: Client): void;
+  /** Streamable HTTP: the server answered a request with 404/400 for the session: it is gone. */
+  onSessionLost?(): void;
+  /** The largest message accepted from the server (bytes). Default 10 MB. */
+  maxMessageBytes?: number;
 }
 
 /** A failed connect, with what a stdio process said on its way out (for honest classification). */
@@ -46,6 +50,8 @@ export class ConnectError extends Error {
     override readonly cause: unknown,
     readonly exit: ExitInfo | undefined,
     readonly stderrTail: string,
+    /** The limit a stdio server's message exceeded (it was killed for it). */
+    readonly tooLarge?: number,
   ) {
     super(cause instanceof Error ? cause.message : String(cause));
   }
@@ -70,7 +76,13 @@ function trackSseSends(transport: SSEClientTransport): void {
 function createTransport(server: ServerConfig, side: ClientSide, options: ConnectOptions): Transport {
   if (server.transport === 'stdio') {
     return new ProcessGroupStdioTransport(
-      { command: server.command, args: server.args, env: server.env, ...(server.cwd === undefined ? {} : { cwd: server.cwd }) },
+      {
+        command: server.command,
+        args: server.args,
+        env: server.env,
+        ...(server.cwd === undefined ? {} : { cwd: server.cwd }),
+        ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
+      },
       {
         ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
         ...(options.onLeaderExit ? { onLeaderExit: options.onLeaderExit } : {}),
@@ -93,6 +105,8 @@ function createTransport(server: ServerConfig, side: ClientSide, options: Connec
     ...(side.authProvider ? { authProvider: side.authProvider } : {}),
     ...(options.resume ? { sessionId: options.resume.sessionId, protocolVersion: options.resume.protocolVersion } : {}),
     ...(side.challenged ? { onChallenge: (challenge) => side.challenged?.(challenge) } : {}),
+    ...(options.onSessionLost ? { onSessionLost: options.onSessionLost } : {}),
+    ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
   });
 }
 
@@ -112,6 +126,11 @@ export class Connection {
   /** How the stdio leader exited, once it has. */
   get exit(): ExitInfo | undefined {
     return this.transport instanceof ProcessGroupStdioTransport ? this.transport.exit : undefined;
+  }
+
+  /** The limit a stdio server's message exceeded (it was killed for it), if one did. */
+  get tooLarge(): number | undefined {
+    return this.transport instanceof ProcessGroupStdioTransport ? this.transport.tooLarge : undefined;
   }
 
   /** The stdio server's recent stderr, trimmed. */
@@ -144,9 +163,8 @@ export class Connection {
   }
 
   /** Ends it now: SIGKILL to a stdio group, or the HTTP transport closed. */
-  async kill(): Promise<void> {
-    if (this.transport instanceof ProcessGroupStdioTransport) await this.transport.kill();
-    else await this.transport.close().catch(() => undefined);
+  kill(): Promise<void> {
+    return killTransport(this.transport);
   }
 }
 
@@ -166,7 +184,12 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
     client.setRequestHandler(ElicitRequestSchema, (request, extra) => elicit(request.params, extra.signal));
   }
   options.configure?.(client);
+  // An abort cuts every stage short, not only the `initialize` request: spawning, writing
+  // `notifications/initialized`, opening an HTTP stream take no signal of their own.
+  const onAbort = (): void => void killTransport(transport);
+  options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
+    if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
     await client.connect(transport, {
       timeout: options.connectTimeoutMs,
       maxTotalTimeout: options.connectTimeoutMs,
@@ -181,10 +204,18 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
       }
       const exit = transport.exit;
       await transport.kill();
-      throw new ConnectError(error, exit, transport.stderrTail().trim());
+      throw new ConnectError(error, exit, transport.stderrTail().trim(), transport.tooLarge);
     }
     await transport.close().catch(() => undefined);
     throw new ConnectError(error, undefined, '');
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
   }
   return new Connection(server, client, transport);
+}
+
+/** SIGKILL to a stdio group, or the HTTP transport closed; never throws. */
+async function killTransport(transport: Transport): Promise<void> {
+  if (transport instanceof ProcessGroupStdioTransport) await transport.kill();
+  else await transport.close().catch(() => undefined);
 }

@@ -32,6 +32,10 @@ export interface Delivery {
   sessionLost?: boolean;
   /** The answer's stream ended or broke after the server accepted the request, before the answer. */
   streamLost?: boolean;
+  /** ...because the server forgot the session that was carrying the request. */
+  sessionGone?: boolean;
+  /** The answer exceeded `limits.maxMessageBytes` (this limit) and was refused. */
+  tooLarge?: number;
   /** The server sent an event id on the answer's stream: the SDK resumes it instead of giving up. */
   resumable?: boolean;
 }

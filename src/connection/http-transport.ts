@@ -35,6 +35,7 @@ import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextp
 import { describeError } from '../errors.js';
 import { connectPhaseCode } from './classify.js';
 import { type Delivery, currentDelivery, newDelivery } from './delivery.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, MESSAGE_TOO_LARGE_CODE, MessageTooLargeError, SseEventGuard, limitBody } from './limits.js';
 
 /** What a 401/403 answer asked for. */
 export interface AuthChallenge {
@@ -44,8 +45,38 @@ export interface AuthChallenge {
   error?: string;
 }
 
+/**
+ * An HTTP answer that is not MCP (a login page, a proxy's error page): what came back, so the
+ * error can say so instead of "HTTP -1".
+ */
+export class NotMcpAnswerError extends Error {
+  override readonly name = 'NotMcpAnswerError';
+  constructor(
+    readonly status: number,
+    readonly contentType: string,
+    /** The first line of the body, shortened (scrubbed like every output on its way out). */
+    readonly firstLine: string,
+  ) {
+    super(`the server answered HTTP ${status} with ${contentType || 'no content type'}, not MCP${firstLine ? `: "${firstLine}"` : ''}`);
+  }
+}
+
+async function firstLineOf(response: Response): Promise<string> {
+  const text = await response.text().catch(() => '');
+  const line = text.replace(/<[^>]*>/g, ' ').split(/\r?\n/).map((part) => part.trim()).find((part) => part !== '') ?? '';
+  // Control characters out, and short: a page is not a message.
+  return line.replace(/[\u0000-\u001f\u007f]/g, ' ').replace(/\s+/g, ' ').slice(0, 120);
+}
+
 /** JSON-RPC error code of a request whose answer can no longer arrive (outside the spec's range). */
 export const RESPONSE_LOST_CODE = -32099;
+
+/**
+ * After the server is known to have lost the session, how long a request whose POST has no
+ * status yet may take to get its own answer (a 404 proves it never ran) before it is failed as
+ * one that may have run.
+ */
+const SENDING_GRACE_MS = 1000;
 
 /** Method of the private end-of-stream marker (never sent to a server, never seen by a caller). */
 const STREAM_END_METHOD = 'notifications/mcp-supervisor/stream-end';
@@ -60,8 +91,12 @@ export interface TrackedHttpOptions {
   protocolVersion?: string;
   /** A 401/403 answer from the MCP endpoint, with its `WWW-Authenticate` parameters. */
   onChallenge?(challenge: AuthChallenge): void;
+  /** A POST carrying the session id was answered 404/400 for it: the server no longer knows the session. */
+  onSessionLost?(): void;
   /** The fetch to use underneath (tests); default the global `fetch`. */
   fetch?: FetchLike;
+  /** The largest JSON answer or SSE event accepted (bytes). Default 10 MB. */
+  maxMessageBytes?: number;
 }
 
 interface Exchange {
@@ -93,38 +128,46 @@ async function namesSession(response: Response): Promise<boolean> {
   return /session/i.test(text.slice(0, 2000));
 }
 
-function endEvent(id: RequestId, reason: string): string {
-  const marker = { jsonrpc: '2.0', method: STREAM_END_METHOD, params: { requestId: id, reason } };
+function endEvent(id: RequestId, reason: string, tooLarge?: number): string {
+  const marker = { jsonrpc: '2.0', method: STREAM_END_METHOD, params: { requestId: id, reason, ...(tooLarge === undefined ? {} : { tooLarge }) } };
   // The leading blank lines terminate a partial event the stream may have been cut inside.
   return `\n\nevent: message\ndata: ${JSON.stringify(marker)}\n\n`;
 }
 
 /**
- * Wraps an answer stream so that its end (or break) is followed by the end marker of `id`. A
- * stream broken because the transport itself is closing gets no marker: closing fails every
- * pending request anyway.
+ * Wraps an answer stream so that its end (or break, or an event over the size limit) is followed
+ * by the end marker of `id`. A stream broken because the transport itself is closing gets no
+ * marker: closing fails every pending request anyway.
  */
-function withEndMarker(response: Response, id: RequestId, closing: () => boolean): Response {
+function withEndMarker(response: Response, id: RequestId, limit: number, closing: () => boolean): Response {
   const source = response.body!.getReader();
   const encoder = new TextEncoder();
+  const guard = new SseEventGuard(limit);
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       let reason: string;
+      let tooLarge: number | undefined;
       try {
         const { done, value } = await source.read();
         if (!done) {
+          guard.check(value);
           controller.enqueue(value);
           return;
         }
         reason = 'the server ended the answer stream without the answer';
       } catch (error) {
-        if (closing()) {
+        if (error instanceof MessageTooLargeError) {
+          tooLarge = error.limit;
+          reason = error.message;
+          await source.cancel().catch(() => undefined);
+        } else if (closing()) {
           controller.error(error);
           return;
+        } else {
+          reason = `the answer stream broke (${describeError(error)})`;
         }
-        reason = `the answer stream broke (${describeError(error)})`;
       }
-      controller.enqueue(encoder.encode(endEvent(id, reason)));
+      controller.enqueue(encoder.encode(endEvent(id, reason, tooLarge)));
       controller.close();
     },
     cancel(reason) {
@@ -134,7 +177,35 @@ function withEndMarker(response: Response, id: RequestId, closing: () => boolean
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
-function isEndMarker(message: JSONRPCMessage): message is { jsonrpc: '2.0'; method: string; params: { requestId: RequestId; reason: string } } {
+/** Cuts a standalone stream whose event grows past the limit (its notifications are lost, nothing else). */
+function guardStream(response: Response, limit: number): Response {
+  if (!response.body) return response;
+  const source = response.body.getReader();
+  const guard = new SseEventGuard(limit);
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await source.read();
+      if (done) {
+        controller.close();
+        return;
+      }
+      try {
+        guard.check(value);
+      } catch (error) {
+        await source.cancel().catch(() => undefined);
+        controller.error(error);
+        return;
+      }
+      controller.enqueue(value);
+    },
+    cancel(reason) {
+      return source.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+function isEndMarker(message: JSONRPCMessage): message is { jsonrpc: '2.0'; method: string; params: { requestId: RequestId; reason: string; tooLarge?: number } } {
   return 'method' in message && message.method === STREAM_END_METHOD && !('id' in message);
 }
 
@@ -149,11 +220,20 @@ export class TrackedHttpTransport implements Transport {
   private readonly pending = new Map<RequestId, Delivery>();
   private idleWaiters: (() => void)[] = [];
   private readonly fetchImpl: FetchLike;
+  private readonly limit: number;
   /** Set by close(): streams broken by our own abort get no end marker. */
   private closing = false;
+  /** A standalone GET stream was open once: a later 404 on it makes the session suspect. */
+  private standaloneStreamSeen = false;
+  private probing = false;
+  private probeSeq = 0;
+  /** Ids of our own session probes (their answers are ours, not the client's). */
+  private readonly probes = new Set<RequestId>();
+  private lost = false;
 
   constructor(private readonly options: TrackedHttpOptions) {
     this.fetchImpl = options.fetch ?? ((input, init) => fetch(input, init));
+    this.limit = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.inner = new StreamableHTTPClientTransport(options.url, {
       requestInit: { headers: { ...options.headers } },
       fetch: (input, init) => this.fetchThrough(input, init),
@@ -239,10 +319,16 @@ export class TrackedHttpTransport implements Transport {
   }
 
   private receive(message: JSONRPCMessage): void {
+    if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined && this.probes.delete(message.id)) {
+      this.settle(message.id);
+      return;
+    }
     if (isEndMarker(message)) {
       const delivery = this.pending.get(message.params.requestId);
       // Answered already (the normal case), or resumable: the SDK reconnects with Last-Event-ID.
-      if (delivery && !delivery.resumable) this.lose(message.params.requestId, delivery, message.params.reason);
+      const tooLarge = message.params.tooLarge;
+      if (delivery && tooLarge !== undefined) delivery.tooLarge = tooLarge;
+      if (delivery && (!delivery.resumable || tooLarge !== undefined)) this.lose(message.params.requestId, delivery, message.params.reason);
       return;
     }
     if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined) this.settle(message.id);
@@ -262,7 +348,9 @@ export class TrackedHttpTransport implements Transport {
   private lose(id: RequestId, delivery: Delivery, reason: string): void {
     this.settle(id);
     delivery.streamLost = true;
-    this.onmessage?.({ jsonrpc: '2.0', id, error: { code: RESPONSE_LOST_CODE, message: reason } });
+    if (this.lost) delivery.sessionGone = true;
+    const code = delivery.tooLarge === undefined ? RESPONSE_LOST_CODE : MESSAGE_TOO_LARGE_CODE;
+    this.onmessage?.({ jsonrpc: '2.0', id, error: { code, message: reason } });
   }
 
   private async fetchThrough(input: string | URL, init?: RequestInit): Promise<Response> {
@@ -286,7 +374,16 @@ export class TrackedHttpTransport implements Transport {
     if (response.ok) {
       delivery.state = 'accepted';
       const type = response.headers.get('content-type') ?? '';
-      return response.body && type.includes('text/event-stream') ? withEndMarker(response, exchange.id, () => this.closing) : response;
+      if (!response.body) return response;
+      if (type.includes('text/event-stream')) return withEndMarker(response, exchange.id, this.limit, () => this.closing);
+      if (!type.includes('json') && response.status !== 202) {
+        // Whatever answered is not an MCP endpoint (an auth proxy's login page, say): the MCP
+        // server never processed this request.
+        delivery.state = 'rejected';
+        throw new NotMcpAnswerError(response.status, type.split(';')[0]?.trim() ?? '', await firstLineOf(response));
+      }
+      // A JSON answer is one message: reading past the limit fails it (the SDK's json() rejects).
+      return new Response(limitBody(response.body, this.limit, () => (delivery.tooLarge = this.limit)), { status: response.status, statusText: response.statusText, headers: response.headers });
     }
     if (response.status >= 500) {
       delivery.state = 'unknown';
@@ -295,16 +392,75 @@ export class TrackedHttpTransport implements Transport {
     delivery.state = 'rejected';
     if (headerOf(init, 'mcp-session-id') !== null && (response.status === 404 || (response.status === 400 && (await namesSession(response))))) {
       delivery.sessionLost = true;
+      this.sessionLost();
     }
     return response;
   }
 
   /**
+   * The server no longer knows the session. Requests it had accepted can no longer be answered
+   * (their answer streams went with the session, and a JSON answer would never be written): they
+   * fail now, as requests that may have run. Requests still on their way get their own 404.
+   */
+  private sessionLost(): void {
+    if (this.lost) return;
+    this.lost = true;
+    const reason = 'the server no longer knows the session that was carrying it';
+    for (const [id, delivery] of [...this.pending]) {
+      if (delivery.state === 'accepted' && !this.probes.has(id)) this.lose(id, delivery, reason);
+    }
+    // A POST still waiting for its status either reached the server before it forgot the session
+    // (its JSON answer will never be written) or is about to get its own 404. Both are told
+    // apart by its own answer, given a moment; after that it is lost as one that may have run.
+    const sending = [...this.pending].filter(([id, delivery]) => delivery.state === 'sending' && !this.probes.has(id));
+    if (sending.length > 0) {
+      setTimeout(() => {
+        for (const [id, delivery] of sending) {
+          if (this.pending.get(id) === delivery && delivery.state === 'sending') this.lose(id, delivery, reason);
+        }
+      }, SENDING_GRACE_MS).unref();
+    }
+    this.options.onSessionLost?.();
+  }
+
+  /**
+   * Asks the server, with a `ping` on the session, whether it still knows the session: the answer
+   * to a POST is the only judge of that. Called when the standalone stream that used to open
+   * answers 404. A 404/400 for the session leads to {@link sessionLost}.
+   */
+  private async probeSession(): Promise<void> {
+    if (this.probing || this.lost || this.closing || this.inner.sessionId === undefined) return;
+    this.probing = true;
+    const id = `mcp-supervisor-probe-${++this.probeSeq}`;
+    const delivery = newDelivery();
+    this.probes.add(id);
+    this.pending.set(id, delivery);
+    try {
+      await exchangeContext.run({ id, delivery }, () => this.inner.send({ jsonrpc: '2.0', id, method: 'ping' }));
+    } catch {
+      // Its verdict, if any, was taken from the answer's status.
+    } finally {
+      this.probing = false;
+      if (delivery.state !== 'accepted') {
+        this.probes.delete(id);
+        this.settle(id);
+      }
+    }
+  }
+
+  /**
    * A GET without `Last-Event-ID` opens the optional standalone stream: 404 there means "no such
    * stream" (what Express-style servers answer), handed to the SDK as the 405 it understands. A
-   * GET resuming an answer stream keeps its real status.
+   * GET resuming an answer stream keeps its real status. A stream that opened before and now
+   * answers 404 only makes the session suspect: {@link probeSession} asks with a POST.
    */
   private async standaloneStream(response: Response, init: RequestInit | undefined): Promise<Response> {
+    if (response.ok) {
+      this.standaloneStreamSeen = true;
+      return guardStream(response, this.limit);
+    }
+    // A stream that used to open and now answers 404: the session may be gone. Ask with a POST.
+    if (response.status === 404 && this.standaloneStreamSeen) void this.probeSession();
     if (response.status !== 404 || headerOf(init, 'last-event-id') !== null) return response;
     await response.body?.cancel().catch(() => undefined);
     return new Response(null, { status: 405, statusText: 'Method Not Allowed (no standalone stream)' });

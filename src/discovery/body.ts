@@ -38,6 +38,20 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
     port.close();
     return { generation, cancelled: true };
   }
+  /**
+   * One server's outcome that cannot cross the thread (cloning throws on something it holds) fails
+   * that server alone, with the reason; it must never end the body and cancel its neighbours.
+   */
+  const postOutcome = (outcome: SettledOutcome): void => {
+    let json: string;
+    try {
+      json = JSON.stringify(outcome);
+    } catch (error) {
+      const reason = `its answers cannot be handed to the host: ${describeError(error)}`;
+      json = JSON.stringify({ status: 'failed', server: outcome.server, failure: { kind: 'protocol', message: reason }, timings: 'timings' in outcome ? outcome.timings : { totalMs: 0 } });
+    }
+    post({ type: 'outcome', generation, server: outcome.server, json });
+  };
 
   slots.enterOwner(generation, threadId);
   const retired = new AbortController();
@@ -64,13 +78,14 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
     post({ type: 'started', generation, threadId });
     for (const server of task.servers) {
       if (server.disabled) {
-        post({ type: 'outcome', generation, outcome: { status: 'disabled', server: server.name } });
+        postOutcome({ status: 'disabled', server: server.name });
         continue;
       }
       void queue.add(async () => {
         const descriptor: ClientSideDescriptor = task.sides.get(server.name) ?? { info: DEFAULT_CLIENT_INFO, capabilities: {}, elicitation: false };
         const outcome: SettledOutcome = await discoverServer(server, remoteSide(server.name, descriptor, rpc), {
           connectTimeoutMs: task.connectTimeoutMs,
+          ...task.limits,
           signal: retired.signal,
           isCurrent: () => slots.isCurrent(generation),
           recordPid: (pid) => slots.recordPid(pid),
@@ -92,7 +107,7 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
             void closing.finally(() => releasing.delete(closing));
           },
         });
-        post({ type: 'outcome', generation, outcome });
+        postOutcome(outcome);
       });
     }
     await queue.onIdle();

@@ -27,7 +27,8 @@ import { McpSupervisorError, describeError } from '../errors.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { processState, runningGroupMembers, signalGroup } from '../process/proc.js';
 import { EntrySlots, PID_SLOTS } from './slots.js';
-import type { BodyMessage, BodyResult, BodyTestHooks, DiscoveryTask, SettledOutcome } from './types.js';
+import type { BodyMessage, BodyResult, BodyTestHooks, DiscoveryLimits, DiscoveryTask, SettledOutcome } from './types.js';
+import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SCHEMA_DEPTH } from '../connection/limits.js';
 
 /** Tuning of discovery. Every field is optional; defaults are in {@link resolveDiscoveryOptions}. */
 export interface DiscoveryOptions {
@@ -166,6 +167,15 @@ function pushBounded(list: number[], value: number): void {
   if (list.length > TIMING_HISTORY) list.shift();
 }
 
+/** Parses an outcome a body sent as JSON; one that cannot be read fails that server alone. */
+function readOutcome(server: string, json: string): SettledOutcome {
+  try {
+    return JSON.parse(json) as SettledOutcome;
+  } catch (error) {
+    return { status: 'failed', server, failure: { kind: 'protocol', message: `its answers could not be read: ${describeError(error)}` }, timings: { totalMs: 0 } };
+  }
+}
+
 /** Main-thread owner of discovery bodies, one per profile key. */
 export class DiscoveryCoordinator {
   readonly options: ResolvedDiscoveryOptions;
@@ -185,6 +195,7 @@ export class DiscoveryCoordinator {
   constructor(
     options: DiscoveryOptions = {},
     private readonly sides: DiscoverySides = BARE_SIDES,
+    private readonly limits: DiscoveryLimits = { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, maxCatalogItems: DEFAULT_MAX_CATALOG_ITEMS, maxSchemaDepth: DEFAULT_MAX_SCHEMA_DEPTH },
   ) {
     this.options = resolveDiscoveryOptions(options);
     this.pool = new Piscina<DiscoveryTask, BodyResult>({
@@ -268,7 +279,7 @@ export class DiscoveryCoordinator {
       }
       if (message.type === 'rpc') this.serveCall(key, byName, message, calls, channel.port1);
       else if (message.type === 'started') handlers.onStarted?.({ generation, threadId: message.threadId });
-      else if (message.type === 'outcome') handlers.onOutcome(message.outcome, generation);
+      else if (message.type === 'outcome') handlers.onOutcome(readOutcome(message.server, message.json), generation);
       else {
         reportDone(message.error === undefined ? undefined : McpSupervisorError.fromJSON(message.error));
         channel.port1.close();
@@ -286,6 +297,7 @@ export class DiscoveryCoordinator {
       sides: new Map(servers.map((server) => [server.name, this.sides.describe(key, server)])),
       serverConcurrency: this.options.serverConcurrency,
       connectTimeoutMs: this.options.connectTimeoutMs,
+      limits: this.limits,
       port: channel.port2,
       ...(testHooks === undefined ? {} : { testHooks }),
     };

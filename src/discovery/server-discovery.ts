@@ -19,11 +19,18 @@ import type { ServerConfig } from '../config/types.js';
 import { classifyFailure } from '../connection/classify.js';
 import type { ClientSide } from '../connection/client-side.js';
 import { ConnectError, type Connection, openConnection } from '../connection/connect.js';
+import { CatalogLimitError, DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_SCHEMA_DEPTH, nestsDeeperThan } from '../connection/limits.js';
 import type { SettledOutcome } from './types.js';
 
 /** Where the attempt runs: its deadline, cancellation and pid bookkeeping. */
 export interface ServerDiscoveryContext {
   connectTimeoutMs: number;
+  /** The largest message accepted from a server (bytes). */
+  maxMessageBytes?: number;
+  /** Most tools (prompts, resources) one server may list. */
+  maxCatalogItems?: number;
+  /** Deepest nesting of a tool's input or output schema. */
+  maxSchemaDepth?: number;
   /** Aborted when the generation is retired. */
   signal: AbortSignal;
   /** Re-checked before every side effect (spawn, connect). */
@@ -70,6 +77,22 @@ async function settleExit(connection: Connection): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([connection.exited(), new Promise<void>((resolve) => (timer = setTimeout(resolve, EXIT_SETTLE_MS)))]);
   clearTimeout(timer);
+}
+
+/**
+ * A catalogue the host can hold and hand to models: not more items than the limit, no schema
+ * nested absurdly deep (it would overflow every recursive walk downstream, from cloning to JSON).
+ * @throws CatalogLimitError naming the item and the limit
+ */
+function checkCatalog(catalog: { tools: Tool[]; prompts: Prompt[]; resources: Resource[] }, maxItems: number, maxDepth: number): void {
+  for (const [what, items] of [['tools', catalog.tools], ['prompts', catalog.prompts], ['resources', catalog.resources]] as const) {
+    if (items.length > maxItems) throw new CatalogLimitError(`the server lists ${items.length} ${what}, more than limits.maxCatalogItems (${maxItems})`);
+  }
+  for (const tool of catalog.tools) {
+    for (const [field, schema] of [['inputSchema', tool.inputSchema], ['outputSchema', tool.outputSchema]] as const) {
+      if (nestsDeeperThan(schema, maxDepth)) throw new CatalogLimitError(`the ${field} of tool "${String(tool.name).slice(0, 64)}" nests deeper than limits.maxSchemaDepth (${maxDepth})`);
+    }
+  }
 }
 
 /** Lists tools (every page), and prompts and resources when the server offers them. */
@@ -135,6 +158,7 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     connection = await openConnection(server, side, {
       connectTimeoutMs: requestOptions.timeout,
       signal: attempt.signal,
+      ...(context.maxMessageBytes === undefined ? {} : { maxMessageBytes: context.maxMessageBytes }),
       onSpawn: (pid) => {
         if (!context.recordPid(pid)) {
           process.kill(-pid, 'SIGKILL');
@@ -146,6 +170,7 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     });
     connectMs = elapsed();
     const catalog = await listCatalog(connection, requestOptions);
+    checkCatalog(catalog, context.maxCatalogItems ?? DEFAULT_MAX_CATALOG_ITEMS, context.maxSchemaDepth ?? DEFAULT_MAX_SCHEMA_DEPTH);
     const outcome: SettledOutcome = {
       status: 'ready',
       server: name,
@@ -168,7 +193,9 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     if (connection && !attempt.signal.aborted) await settleExit(connection);
     const exit = error instanceof ConnectError ? error.exit : connection?.exit;
     const stderrTail = error instanceof ConnectError ? error.stderrTail : connection?.stderrTail();
+    const tooLarge = error instanceof ConnectError ? error.tooLarge : connection?.tooLarge;
     const failure = classifyFailure(cause, {
+      ...(tooLarge === undefined ? {} : { tooLarge }),
       ...(exit ? { exit } : {}),
       ...(stderrTail ? { stderrTail } : {}),
       timedOut,

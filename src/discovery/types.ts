@@ -9,7 +9,7 @@ import type { ClientSideDescriptor } from '../connection/client-side.js';
 import type { RpcCancel, RpcRequest } from '../client/remote.js';
 
 /** Why a server could not be discovered. */
-export type FailureKind = 'spawn' | 'exited' | 'timeout' | 'refused' | 'http' | 'auth' | 'protocol' | 'config' | 'cancelled';
+export type FailureKind = 'spawn' | 'exited' | 'timeout' | 'refused' | 'http' | 'auth' | 'protocol' | 'config' | 'cancelled' | 'too_large';
 
 /** Details of a failed server. */
 export interface ServerFailure {
@@ -64,6 +64,13 @@ export interface BodyTestHooks {
   blockAfterSpawnMs?: number;
 }
 
+/** What one server may send during discovery (`limits` of the host). */
+export interface DiscoveryLimits {
+  maxMessageBytes: number;
+  maxCatalogItems: number;
+  maxSchemaDepth: number;
+}
+
 /** The task handed to one discovery body. */
 export interface DiscoveryTask {
   profile: string;
@@ -74,6 +81,7 @@ export interface DiscoveryTask {
   sides: Map<string, ClientSideDescriptor>;
   serverConcurrency: number;
   connectTimeoutMs: number;
+  limits: DiscoveryLimits;
   port: import('node:worker_threads').MessagePort;
   testHooks?: BodyTestHooks;
 }
@@ -81,7 +89,12 @@ export interface DiscoveryTask {
 /** Messages a body posts on its port. Each carries its generation; stale ones are dropped. */
 export type BodyMessage =
   | { type: 'started'; generation: number; threadId: number }
-  | { type: 'outcome'; generation: number; outcome: SettledOutcome }
+  /**
+   * One server settled. The outcome travels as JSON text: a structured clone of a hostile
+   * catalogue can overflow the receiving thread's smaller stack and be dropped silently
+   * ('messageerror'), taking the server's outcome with it; JSON.parse is iterative.
+   */
+  | { type: 'outcome'; generation: number; server: string; json: string }
   | { type: 'done'; generation: number; error?: SerializedError }
   | RpcRequest
   | RpcCancel;

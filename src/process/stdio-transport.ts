@@ -10,11 +10,12 @@
  * of stderr for error messages.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { currentDelivery } from '../connection/delivery.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, LineSplitter, MessageTooLargeError } from '../connection/limits.js';
 import { runningGroupMembers, signalGroup } from './proc.js';
 
 /** How long to wait for the rest of a process group to die after its leader exited. */
@@ -52,6 +53,8 @@ export interface StdioServerParameters {
   cwd?: string;
   /** Bytes of stderr kept for messages. Default 4096. */
   stderrTailBytes?: number;
+  /** The longest message (one stdout line) accepted; a longer one kills the server. Default 10 MB. */
+  maxMessageBytes?: number;
 }
 
 /** Hooks called synchronously, so pid bookkeeping never waits on an await. */
@@ -79,7 +82,9 @@ export class ProcessGroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child: ChildProcess | undefined;
-  private readonly readBuffer = new ReadBuffer();
+  private readonly lines: LineSplitter;
+  /** Set when the server sent a message over the limit (it was killed for it). */
+  private oversized: number | undefined;
   private stderrChunks: Buffer[] = [];
   private stderrBytes = 0;
   private exitInfo: ExitInfo | undefined;
@@ -90,7 +95,14 @@ export class ProcessGroupStdioTransport implements Transport {
   constructor(
     private readonly params: StdioServerParameters,
     private readonly hooks: StdioTransportHooks = {},
-  ) {}
+  ) {
+    this.lines = new LineSplitter(params.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  }
+
+  /** The limit a message of this server exceeded (the server was killed for it), if one did. */
+  get tooLarge(): number | undefined {
+    return this.oversized;
+  }
 
   /** The leader's pid (also the process group id) once spawned. */
   get pid(): number | undefined {
@@ -156,18 +168,35 @@ export class ProcessGroupStdioTransport implements Transport {
     }
   }
 
+  /**
+   * Every exception stays here: a listener that throws would take the whole host down. A line over
+   * the limit kills the server (its group) — it can fail only itself.
+   */
   private handleStdout(chunk: Buffer): void {
-    this.readBuffer.append(chunk);
-    for (;;) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = this.readBuffer.readMessage();
-      } catch (error) {
-        this.onerror?.(error as Error);
-        continue;
-      }
-      if (message === null) break;
+    if (this.oversized !== undefined) return;
+    try {
+      this.lines.push(chunk, (line) => this.dispatch(line));
+    } catch (error) {
+      if (!(error instanceof MessageTooLargeError)) throw error;
+      this.oversized = error.limit;
+      this.onerror?.(error);
+      const pid = this.child?.pid;
+      if (pid !== undefined) signalGroup(pid, 'SIGKILL');
+    }
+  }
+
+  private dispatch(line: Buffer): void {
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(line.toString('utf8').replace(/\r$/, ''));
+    } catch (error) {
+      this.onerror?.(error as Error);
+      return;
+    }
+    try {
       this.onmessage?.(message);
+    } catch (error) {
+      this.onerror?.(error as Error);
     }
   }
 
@@ -204,7 +233,7 @@ export class ProcessGroupStdioTransport implements Transport {
   private notifyClosed(): void {
     if (this.closedNotified) return;
     this.closedNotified = true;
-    this.readBuffer.clear();
+    this.lines.clear();
     this.onclose?.();
   }
 
@@ -221,9 +250,21 @@ export class ProcessGroupStdioTransport implements Transport {
       return Promise.reject(new Error(this.exitInfo ? 'stdio server has exited' : 'stdio server not started'));
     }
     if (delivery) delivery.state = 'accepted';
-    return new Promise((resolve) => {
-      if (stdin.write(serializeMessage(message))) resolve();
-      else stdin.once('drain', resolve);
+    return new Promise((resolve, reject) => {
+      // Resolve at once while the pipe takes more; otherwise wait for this chunk's own callback,
+      // which also fires (with an error) when the pipe breaks — 'drain' never comes after EPIPE,
+      // and a send waiting for it would hang a connect or a call forever.
+      let settled = false;
+      const accepted = stdin.write(serializeMessage(message), (error) => {
+        if (settled) return;
+        settled = true;
+        if (error) reject(error);
+        else resolve();
+      });
+      if (accepted && !settled) {
+        settled = true;
+        resolve();
+      }
     });
   }
 

@@ -33,6 +33,8 @@ export interface ReadinessOptions {
   retryCooldownMs: number;
   /** Cap of the doubling cooldown (ms). */
   maxRetryCooldownMs: number;
+  /** Unknown or unloadable profile references remembered at once; the oldest is forgotten first. */
+  maxUnknownProfiles?: number;
 }
 
 /** Events readiness emits (part of the host's event map). */
@@ -129,6 +131,8 @@ class Entry {
 /** Readiness of every profile of a host. */
 export class ReadinessRegistry {
   private readonly entries = new Map<string, Entry>();
+  /** Keys whose profile is unknown or could not be loaded, oldest first (bounded). */
+  private readonly unknown = new Set<string>();
   private readonly fence = new Mutex();
   private closed = false;
   private readonly background = new Set<Promise<unknown>>();
@@ -150,6 +154,26 @@ export class ReadinessRegistry {
       this.entries.set(key, entry);
     }
     return entry;
+  }
+
+  /**
+   * Bounds what stray references cost: an unknown or unloadable profile keeps its (failed) entry
+   * so repeated turns answer at once, but only the newest `maxUnknownProfiles` of them are kept.
+   */
+  private rememberUnknown(key: string): void {
+    this.unknown.delete(key);
+    this.unknown.add(key);
+    const max = this.options.maxUnknownProfiles ?? 1000;
+    for (const oldest of this.unknown) {
+      if (this.unknown.size <= max) break;
+      this.unknown.delete(oldest);
+      const entry = this.entries.get(oldest);
+      // Only a settled failure is forgotten; one being (re)loaded right now stays.
+      if (entry && entry.phase === 'idle' && entry.configError && !entry.next) {
+        this.clock.clearTimeout(entry.refreshTimer);
+        this.entries.delete(oldest);
+      }
+    }
   }
 
   /** Keys of every entry created so far. */
@@ -314,6 +338,7 @@ export class ReadinessRegistry {
         if (!entry.config) throw new McpSupervisorError('UNKNOWN_PROFILE', `profile "${entry.key}" is not configured and could not be loaded`, { profile: entry.key });
       } catch (error) {
         entry.configError = (isMcpSupervisorError(error) ? error : new McpSupervisorError('INVALID_CONFIG', describeError(error), { profile: entry.key })).toJSON();
+        this.rememberUnknown(entry.key);
       }
     }
     // A body of this key may still be alive (releasing its connections after settling, or retired
@@ -640,8 +665,19 @@ export class ReadinessRegistry {
     this.events.emit('reload:start', { keys: affected });
     try {
       // 1. Read every new config first: a bad one aborts the reload before anything is touched.
+      // A profile that has a working config fails the whole reload closed when its new config is
+      // bad; a reference that never loaded (a stray or unknown ref) is simply dropped — it must
+      // never make every later reload fail.
       const fresh = new Map<string, ProfileConfig | undefined>();
-      for (const key of affected) fresh.set(key, await this.loadConfig(key, AbortSignal.timeout(this.options.readinessCapMs)));
+      for (const key of affected) {
+        const current = this.entries.get(key);
+        try {
+          fresh.set(key, await this.loadConfig(key, AbortSignal.timeout(this.options.readinessCapMs)));
+        } catch (error) {
+          if (current?.config && !current.configError) throw error;
+          fresh.set(key, undefined);
+        }
+      }
       // 2. Quiesce every affected owner; fail closed if one survives.
       const reports = await Promise.all(affected.filter((key) => this.driver.hasOwner(key) || this.driver.liveOwners(key) > 0).map((key) => this.driver.quiesce(key, 'reload')));
       for (const report of reports) this.emitRetired(report);
@@ -708,6 +744,7 @@ export class ReadinessRegistry {
     entry.configError = undefined;
     entry.config = config;
     if (entry.phase === 'running') entry.phase = 'idle';
+    this.unknown.delete(key);
     if (!config) {
       changes.profileRemoved = true;
       entry.next?.reject(new McpSupervisorError('UNKNOWN_PROFILE', `profile "${key}" was removed by a reload`, { profile: key }));

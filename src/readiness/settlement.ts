@@ -2,7 +2,12 @@
  * Pure construction of what readiness hands out: the frozen {@link ReadinessView} of a profile and
  * the frozen list of {@link TurnTool}s a turn offers. Computed once per settlement (not per turn),
  * so `beginTurn` on a ready profile only wraps an already-frozen array.
+ *
+ * Views are an exit of the library (`status()`, `ready()`, `turn.failed`, the doctor): failure
+ * messages, stderr tails and the view's error go through the scrubber of `config/redact.ts` here,
+ * on the main thread, whatever a discovery worker or a server wrote into them.
  */
+import { scrubDeep, scrubTail, scrubText } from '../config/redact.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ProfileConfig } from '../config/types.js';
 import type { SerializedError } from '../errors.js';
@@ -89,7 +94,7 @@ function serverView(outcome: ServerOutcome | undefined, failure: FailureRecord |
   }
   if (outcome.failure.kind === 'auth') {
     // Not failed: waiting for authorization. No background retry (it would restart the code flow).
-    const view: ServerView = { status: 'auth_required', kind: 'auth', message: outcome.failure.message, timings: outcome.timings, consecutiveFailures: failure?.streak ?? 1 };
+    const view: ServerView = { status: 'auth_required', kind: 'auth', message: scrubText(outcome.failure.message), timings: outcome.timings, consecutiveFailures: failure?.streak ?? 1 };
     if (authorizationUrl !== undefined) view.authorizationUrl = authorizationUrl;
     if (outcome.failure.httpStatus !== undefined) view.httpStatus = outcome.failure.httpStatus;
     return view;
@@ -97,13 +102,13 @@ function serverView(outcome: ServerOutcome | undefined, failure: FailureRecord |
   const view: ServerView = {
     status: 'failed',
     kind: outcome.failure.kind,
-    message: outcome.failure.message,
+    message: scrubText(outcome.failure.message),
     timings: outcome.timings,
     consecutiveFailures: failure?.streak ?? 1,
   };
   if (outcome.failure.exitCode !== undefined) view.exitCode = outcome.failure.exitCode;
   if (outcome.failure.signal !== undefined) view.signal = outcome.failure.signal;
-  if (outcome.failure.stderrTail !== undefined) view.stderrTail = outcome.failure.stderrTail;
+  if (outcome.failure.stderrTail !== undefined) view.stderrTail = scrubTail(outcome.failure.stderrTail);
   if (failure) view.retryAt = failure.retryAt;
   return view;
 }
@@ -150,7 +155,7 @@ export function buildView(input: ViewInput): ReadinessView {
   if (input.settledAt !== undefined) view.settledAt = input.settledAt;
   if (input.refreshAt !== undefined) view.refreshAt = input.refreshAt;
   if (input.waitTimedOut) view.waitTimedOut = true;
-  if (input.error) view.error = input.error;
+  if (input.error) view.error = scrubDeep(input.error);
   return deepFreeze(view);
 }
 

@@ -8,6 +8,7 @@ import type { ProfileConfig } from '../config/types.js';
 import { McpSupervisorError, isMcpSupervisorError } from '../errors.js';
 import type { SessionLayer } from './driver.js';
 import type { TurnCatalog } from './settlement.js';
+import { checkArguments } from './arguments.js';
 import type { CallOptions, ReadinessView, Turn } from './types.js';
 
 /** A tool-call failure as the model sees it when `errorsAsResults` is set. */
@@ -55,13 +56,15 @@ export function createTurn(view: ReadinessView, catalog: TurnCatalog, currentCon
     callTool(name: string, args: Record<string, unknown> = {}, options: CallOptions = {}): Promise<CallToolResult> {
       return withErrorsAsResults(options, async () => {
         const route = catalog.routes.get(name);
+        const checked = checkArguments(args, { profile: view.key, ...(route ? { server: route.server } : {}), tool: String(name) });
         if (!route) {
           throw new McpSupervisorError('UNKNOWN_TOOL', `The tool "${name}" is not part of this turn; use one of the tools listed for it.`, {
             profile: view.key,
             retryable: false,
           });
         }
-        const server = currentConfig()?.servers[route.server];
+        const config = currentConfig();
+        const server = config && Object.hasOwn(config.servers, route.server) ? config.servers[route.server] : undefined;
         if (!server || server.disabled) {
           throw new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${route.server}" is no longer configured in profile "${view.key}"; "${name}" was not run.`, {
             profile: view.key,
@@ -69,7 +72,7 @@ export function createTurn(view: ReadinessView, catalog: TurnCatalog, currentCon
             retryable: false,
           });
         }
-        return sessions.callTool({ key: view.key, server, route, args, options });
+        return sessions.callTool({ key: view.key, server, route, args: checked, options });
       });
     },
   };

@@ -32,12 +32,16 @@ export interface OpenOptions {
   /** Bounds `initialize` (ms). */
   connectTimeoutMs: number;
   signal?: AbortSignal;
+  /** The largest message accepted from the server (bytes). */
+  maxMessageBytes?: number;
   /** An HTTP session created by discovery, to resume instead of initialising again. */
   resume?: ResumableSession;
   /** The leader's pid, synchronously after spawn. */
   onSpawn?(pid: number): void;
   /** The stdio leader exited. Not called for a deliberate close. */
   onDeath(session: LiveSession, exit: ExitInfo | undefined): void;
+  /** The HTTP server answered a request with 404/400 for this session: it no longer knows it. */
+  onLost?(session: LiveSession): void;
   /** The server sent `notifications/tools/list_changed`. */
   onToolsChanged(session: LiveSession): void;
 }
@@ -133,7 +137,11 @@ export class LiveSession {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.resume ? { resume: options.resume } : {}),
       ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
+      ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
       onLeaderExit: (_pid, exit) => session?.died(exit, options),
+      onSessionLost: () => {
+        if (session?.alive) options.onLost?.(session);
+      },
       configure: (client) =>
         client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
           if (session?.alive) options.onToolsChanged(session);

@@ -168,3 +168,16 @@ export function hostClosed(subject: CallSubject, inFlight = false): McpSuperviso
     : `The host is closed; "${subject.tool}" on "${subject.server}" was not run.`;
   return new McpSupervisorError('HOST_CLOSED', text, { ...base(subject, { inFlight }), modelText: text });
 }
+
+/** The server sent a message over `limits.maxMessageBytes`; `maybeRun`: the request had been delivered. */
+export function messageTooLarge(subject: CallSubject, limit: number, maybeRun: boolean): McpSupervisorError {
+  const outcome = maybeRun ? `"${subject.tool}" may or may not have taken effect` : `"${subject.tool}" was not run`;
+  const text = `The MCP server "${subject.server}" sent a message larger than the host's limit of ${limit} bytes (limits.maxMessageBytes); it was refused and ${outcome}. Ask for less data (e.g. a smaller page or range) instead of repeating the same call.`;
+  return new McpSupervisorError('MESSAGE_TOO_LARGE', text, { ...base(subject, { limit }), modelText: text, retryable: false });
+}
+
+/** What answered is not an MCP endpoint (a login page, a proxy): says what came back. */
+export function notMcpAnswer(subject: CallSubject, what: string): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" did not answer as an MCP server (${what}), so "${subject.tool}" was not run. Its URL may point at a login page or a proxy.`;
+  return new McpSupervisorError('PROTOCOL_ERROR', text, { ...base(subject), modelText: text, retryable: false });
+}

@@ -28,7 +28,7 @@ import { McpSupervisorError, isMcpSupervisorError } from '../errors.js';
 import { classifyFailure, describeExit, httpStatusOf } from '../connection/classify.js';
 import type { ClientSide } from '../connection/client-side.js';
 import { type Delivery, mayHaveRun, trackDelivery } from '../connection/delivery.js';
-import { RESPONSE_LOST_CODE } from '../connection/http-transport.js';
+import { NotMcpAnswerError, RESPONSE_LOST_CODE } from '../connection/http-transport.js';
 import { listAllPages } from '../discovery/server-discovery.js';
 import type { ResumableSession, ServerFailure } from '../discovery/types.js';
 import type { ToolRoute } from '../readiness/settlement.js';
@@ -65,6 +65,8 @@ export interface SessionOptions {
   countToolErrors: boolean;
   /** Debounce of `tools/list_changed` refreshes (ms). Default 200. */
   listChangedDebounceMs: number;
+  /** The largest message accepted from a server (bytes). Default 10 MB. */
+  maxMessageBytes?: number;
   breaker: BreakerOptions;
 }
 
@@ -323,10 +325,12 @@ export class ServerSupervisor {
     try {
       return await LiveSession.open(this.server, this.context.side(), {
         id,
+        ...(this.context.options.maxMessageBytes === undefined ? {} : { maxMessageBytes: this.context.options.maxMessageBytes }),
         connectTimeoutMs: this.connectTimeoutMs(),
         signal: attempt.signal,
         ...(resume ? { resume } : {}),
         onDeath: (session, exit) => this.onSessionDeath(session, exit),
+        onLost: (session) => this.dropSession(session),
         onToolsChanged: () => this.scheduleToolRefresh(),
       });
     } finally {
@@ -341,6 +345,7 @@ export class ServerSupervisor {
   private classifyConnectError(error: unknown): ServerFailure {
     if (error instanceof SessionOpenError) {
       return classifyFailure(error.cause, {
+        ...(error.tooLarge === undefined ? {} : { tooLarge: error.tooLarge }),
         ...(error.exit ? { exit: error.exit } : {}),
         ...(error.stderrTail ? { stderrTail: error.stderrTail } : {}),
         timeoutMs: this.connectTimeoutMs(),
@@ -505,6 +510,11 @@ export class ServerSupervisor {
       } catch (error) {
         if (isMcpSupervisorError(error)) throw error;
         if (this.isClosed()) throw this.closedError(subject, route, mayHaveRun(delivery));
+        const tooLarge = delivery.tooLarge ?? session.connection.tooLarge;
+        if (tooLarge !== undefined) {
+          this.breaker.recordFailure();
+          throw messages.messageTooLarge(subject, tooLarge, mayHaveRun(delivery));
+        }
         const exited = this.server.transport === 'stdio' && (session.exit !== undefined || !session.alive);
         const facts = {
           transport: this.server.transport,
@@ -527,7 +537,8 @@ export class ServerSupervisor {
           this.counters.replays++;
           replayed = true;
         } else resent = true;
-        if (verdict.freshSession) {
+        // A session the server lost meanwhile (dropped by another request's 404) is not reused either.
+        if (verdict.freshSession || !session.alive) {
           if (this.server.transport !== 'stdio') this.dropSession(session);
           session = await this.freshSession(subject, options.signal, session);
         }
@@ -538,7 +549,7 @@ export class ServerSupervisor {
   /** How an HTTP request was lost, for the model's text. */
   private lostWhat(delivery: Delivery): string {
     if (delivery.state === 'unknown' && delivery.httpStatus !== undefined) return `answered HTTP ${delivery.httpStatus}`;
-    return 'lost the connection';
+    return delivery.sessionGone ? 'lost its session' : 'lost the connection';
   }
 
   /** An HTTP session the server no longer knows: never used again; the next one counts as a re-initialisation. */
@@ -631,7 +642,7 @@ export class ServerSupervisor {
       case 'rpc':
         return error instanceof McpError ? messages.protocolError(subject, error.message, error.code) : messages.protocolError(subject, String(error));
       case 'rejected':
-        return messages.requestRejected(subject, delivery.httpStatus ?? 400);
+        return error instanceof NotMcpAnswerError ? messages.notMcpAnswer(subject, error.message) : messages.requestRejected(subject, delivery.httpStatus ?? 400);
       case 'unreachable':
       case 'unreachable-after-replay':
         this.breaker.recordFailure();

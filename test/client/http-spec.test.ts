@@ -10,7 +10,7 @@
  */
 import test from 'ava';
 import { startHttpFixture, useFixtureTag } from '../helpers/fixtures.js';
-import { callError, guardOpenHandles, newHost, sessionStats, structured, textOf } from '../sessions/helpers.js';
+import { callError, guardOpenHandles, newHost, pollUntilAsync, sessionStats, structured, textOf } from '../sessions/helpers.js';
 
 guardOpenHandles(test);
 
@@ -83,4 +83,29 @@ test('a server restarted under its client that answers the old session id with 4
   t.like(stats, { initializes: 1, sessions: 1 });
   t.is(stats.executions['increment'], 1);
   t.like(sessionStats(host, 'web'), { reinitialisations: 1, breakerFailures: 0 });
+});
+
+test('JSON answers: calls waiting when the server forgets its session fail as lost, never as a timeout (the standalone stream\'s 404 makes the client ask)', async (t) => {
+  const tag = useFixtureTag(t);
+  const fixture = await startHttpFixture(['--json-response'], { tag });
+  t.teardown(() => fixture.stop());
+  // A call timeout far beyond the test's own limit: waiting for it would fail the test.
+  const host = newHost(t, { web: { url: fixture.url } }, { sessions: { callTimeoutMs: 600_000 } });
+  const turn = await host.beginTurn();
+  t.is(textOf(await turn.callTool('mcp__web__echo', { text: 'warm' })), 'warm');
+  const slow = turn.callTool('mcp__web__slow', { ms: 60_000 });
+  const slowRead = turn.callTool('mcp__web__slow_read', { ms: 1500 });
+  t.true(await pollUntilAsync(async () => {
+    const { executions } = await fixture.stats();
+    return executions['slow'] === 1 && executions['slow_read'] === 1;
+  }, 10_000));
+  // Both are being processed; their JSON answers will never be written once the session is gone.
+  await fixture.forgetSessions();
+  const uncertain = await callError(t, slow, 'OUTCOME_UNCERTAIN');
+  t.regex(uncertain.modelText, /lost its session while running "slow"/);
+  t.is(textOf(await slowRead), 'slept 1500 ms', 'the read-only call was replayed on a new session');
+  const stats = await fixture.stats();
+  t.is(stats.executions['slow_read'], 2);
+  t.is(stats.executions['slow'], 1);
+  t.like(sessionStats(host, 'web'), { replays: 1, reinitialisations: 1 });
 });

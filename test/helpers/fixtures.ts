@@ -22,6 +22,14 @@ import { cmdline, killTree, pidsWithTag, pollUntil, signal, waitGone } from './p
 
 /** Absolute path of the built stdio fixture (`dist/test/fixtures/stdio-server.js`). */
 export const STDIO_FIXTURE = fileURLToPath(new URL('../fixtures/stdio-server.js', import.meta.url));
+/** Absolute path of the built hostile raw stdio fixture (`dist/test/fixtures/raw-server.js`). */
+export const RAW_FIXTURE = fileURLToPath(new URL('../fixtures/raw-server.js', import.meta.url));
+
+/** The `mcpServers` entry that runs the raw (SDK-less, hostile) stdio fixture with `flags`. */
+export function rawFixtureConfig(flags: readonly string[] = [], opts: FixtureOptions = {}): StdioServerConfig {
+  return { command: process.execPath, args: [RAW_FIXTURE, ...flags], env: { ...opts.env, [FIXTURE_TAG_ENV]: opts.tag ?? DEFAULT_FIXTURE_TAG } };
+}
+
 /** Absolute path of the built Streamable HTTP fixture (`dist/test/fixtures/http-server.js`). */
 export const HTTP_FIXTURE = fileURLToPath(new URL('../fixtures/http-server.js', import.meta.url));
 /** The env var that marks fixture processes and their descendants. */
@@ -215,6 +223,8 @@ export interface HttpFixtureStats {
    * delivered. Counted when the body starts.
    */
   executions: Record<string, number>;
+  /** DELETEs held unanswered (`hangDelete`). */
+  deletesHeld: number;
 }
 
 /** A running HTTP fixture. */
@@ -228,6 +238,10 @@ export interface HttpFixture extends FixtureProcess {
   forgetSessions(): Promise<number>;
   /** While true, every MCP request gets 401 with `WWW-Authenticate`. */
   setAuthRequired(required: boolean): Promise<void>;
+  /** While true, every MCP POST gets 200 with an HTML sign-in page (an auth proxy in front). */
+  setLoginPage(on: boolean): Promise<void>;
+  /** While true, DELETE on /mcp is never answered. */
+  setHangDelete(on: boolean): Promise<void>;
   /** Closes the listener and waits until the process has exited (the port then refuses). */
   stopListening(): Promise<ExitInfo>;
   stats(): Promise<HttpFixtureStats>;
@@ -266,6 +280,12 @@ export async function startHttpFixture(flags: readonly string[] = [], opts: Fixt
     forgetSessions: async () => ((await control('forget-sessions', post())) as { forgotten: number }).forgotten,
     setAuthRequired: async (required) => {
       await control('auth', post({ required }));
+    },
+    setLoginPage: async (on) => {
+      await control('login-page', post({ on }));
+    },
+    setHangDelete: async (on) => {
+      await control('hang-delete', post({ on }));
     },
     stopListening: async () => {
       await control('stop-listening', post());

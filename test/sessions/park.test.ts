@@ -95,3 +95,14 @@ test('parked server revives at once on a signal (host.retry), tools back in the 
   t.true(toolNames(after).includes('mcp__fx__echo'));
   t.is(textOf(await after.callTool('mcp__fx__echo', { text: 'back' })), 'back');
 });
+
+test('a parked server through host.callTool (no turn): SERVER_PARKED with the next probe time, never UNKNOWN_TOOL', async (t) => {
+  const { plan, host } = await parkedHost(t);
+  const nextProbeAt = sessionStats(host, 'fx').nextProbeAt;
+  const error = await callError(t, host.callTool(undefined, 'fx', 'echo', { text: 'x' }), 'SERVER_PARKED');
+  t.is(error.data?.['nextProbeAt'], nextProbeAt);
+  t.true(error.retryable);
+  t.is(plan.starts(), 4, 'nothing was started for it');
+  await callError(t, host.callTool(undefined, 'fx', 'no_such_tool', {}), 'SERVER_PARKED');
+  await callError(t, host.callTool(undefined, 'nope', 'echo', {}), 'UNKNOWN_SERVER');
+});

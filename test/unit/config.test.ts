@@ -189,13 +189,14 @@ test('redaction: redactServer hides env, header values and URL credentials', (t)
     {
       mcpServers: {
         local: { command: 'node', env: { API_KEY: 'sk-live-1' } },
-        remote: { url: 'https://user:pw@example.test/mcp?api_key=abc&team=x', headers: { Authorization: 'Bearer tok' } },
+        remote: { url: 'https://user:pw@example.test/mcp?api_key=abc&team=x' },
+        bearer: { url: 'https://example.test/mcp', headers: { Authorization: 'Bearer tok' } },
       },
     },
     context,
   );
   const text = JSON.stringify(Object.values(config.servers).map(redactServer));
-  t.notRegex(text, /sk-live-1|Bearer tok|pw@|abc/);
+  t.notRegex(text, /sk-live-1|Bearer tok|pw@|abc|dXNlcjpwdw/);
   t.regex(text, /API_KEY/);
   t.regex(text, /team=x/);
 });
