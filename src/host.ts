@@ -12,11 +12,13 @@ import { type AuthProviderFactory, AuthRegistry, type AuthRequiredEvent } from '
 import { DEFAULT_CLIENT_INFO } from './client/info.js';
 import { type ClientOptions, ClientSides, type ResolvedClientOptions } from './client/sides.js';
 import { type Environment } from './config/expand.js';
+import { scrubDeep } from './config/redact.js';
+import { Lifeline } from './process/lifeline.js';
 import { loadProfileFile } from './config/load.js';
 import { parseProfileConfig } from './config/parse.js';
 import { canonicalProfileKey, isPathLikeRef, type ProfileKeyOptions } from './config/profile-key.js';
 import type { ProfileConfig, ServerConfig } from './config/types.js';
-import { DiscoveryCoordinator, type DiscoveryOptions, type DiscoveryStats } from './discovery/coordinator.js';
+import { DiscoveryCoordinator, type DiscoveryOptions, type DiscoveryStats, resolveDiscoveryOptions } from './discovery/coordinator.js';
 import { McpSupervisorError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import type { DiscoveryDriver } from './readiness/driver.js';
@@ -297,11 +299,21 @@ export function createHost(options: HostOptions = {}): Host {
   const events = new TypedEmitter<HostEvents>();
   const auth = new AuthRegistry(authFactory, (payload) => events.emit('server:auth-required', payload));
   const sides = new ClientSides(clientOptions, auth);
+  // Every option is validated before anything is started (a bad option must leave nothing behind).
+  const resolvedDiscovery = resolveDiscoveryOptions(coordinatorOptions);
+  const connectTimeoutMs = options.discoveryDriver ? positive('discovery.connectTimeoutMs', discoveryOptions.connectTimeoutMs, 15_000) : resolvedDiscovery.connectTimeoutMs;
+  const resolvedSessions = resolveSessionOptions(options, connectTimeoutMs);
+  // Started before anything is spawned: every server carries its marker from its first instant.
+  const lifeline = Lifeline.start();
   const driver =
     options.discoveryDriver ??
-    new DiscoveryCoordinator(coordinatorOptions, sides, { maxMessageBytes: limits.maxMessageBytes, maxCatalogItems: limits.maxCatalogItems, maxSchemaDepth: limits.maxSchemaDepth });
-  const connectTimeoutMs = driver instanceof DiscoveryCoordinator ? driver.options.connectTimeoutMs : positive('discovery.connectTimeoutMs', discoveryOptions.connectTimeoutMs, 15_000);
-  const sessionOptions: SessionOptions = { ...resolveSessionOptions(options, connectTimeoutMs), maxMessageBytes: limits.maxMessageBytes };
+    new DiscoveryCoordinator(
+      resolvedDiscovery,
+      sides,
+      { maxMessageBytes: limits.maxMessageBytes, maxCatalogItems: limits.maxCatalogItems, maxSchemaDepth: limits.maxSchemaDepth },
+      lifeline.env,
+    );
+  const sessionOptions: SessionOptions = { ...resolvedSessions, maxMessageBytes: limits.maxMessageBytes, markerEnv: lifeline.env };
 
   const loadConfig = async (key: string, signal: AbortSignal): Promise<ProfileConfig | undefined> => {
     const known = listed.get(key);
@@ -406,7 +418,7 @@ export function createHost(options: HostOptions = {}): Host {
       }
     },
     stats(): HostStats {
-      return { profiles: readiness.keys().length, discovery: driver.stats(), sessions: sessions.stats() };
+      return scrubDeep({ profiles: readiness.keys().length, discovery: driver.stats(), sessions: sessions.stats() });
     },
     on(event, listener) {
       return events.on(event, listener);
@@ -423,6 +435,8 @@ export function createHost(options: HostOptions = {}): Host {
         try {
           auth.close();
           await readiness.close();
+          // Last: anything still carrying the marker now is a leftover the reaper takes down.
+          await lifeline.close();
         } finally {
           clearInterval(keepAlive);
         }

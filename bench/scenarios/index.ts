@@ -6,10 +6,12 @@ import type { Scenario } from '../lib/types.js';
 import { callScenario } from './call.js';
 import { eventLoopScenario } from './event-loop.js';
 import { firstTurnScenario } from './first-turn.js';
+import { floodScenario } from './flood.js';
+import { lifelineScenario } from './lifeline.js';
 import { memoryScenario } from './memory.js';
 import { quiesceScenario } from './quiesce.js';
 import { scaleScenario } from './scale.js';
 import { turnScenario } from './turn.js';
 
 /** Every scenario, in run order. */
-export const scenarios: readonly Scenario[] = [quiesceScenario, eventLoopScenario, turnScenario, firstTurnScenario, callScenario, memoryScenario, scaleScenario];
+export const scenarios: readonly Scenario[] = [quiesceScenario, eventLoopScenario, turnScenario, firstTurnScenario, callScenario, memoryScenario, scaleScenario, lifelineScenario, floodScenario];

@@ -319,6 +319,27 @@ function buildServer(name: string, raw: RawServer, issues: ConfigIssue[], env: E
   return server;
 }
 
+/**
+ * `__proto__` cannot be a server name: every JS object (the parsed document included) treats the
+ * key as its prototype, so such a server would silently vanish somewhere downstream. It is
+ * refused, naming the field. (`constructor`, `toString`… are ordinary names: lookups use own keys.)
+ */
+function reservedServerNames(document: unknown): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const raw = document as Record<string, unknown>;
+  const maps: [string, unknown][] = [
+    ['mcpServers', raw['mcpServers']],
+    ['servers', raw['servers']],
+    ['mcp.servers', (raw['mcp'] as Record<string, unknown> | undefined)?.['servers']],
+  ];
+  for (const [field, map] of maps) {
+    if (typeof map === 'object' && map !== null && Object.hasOwn(map, '__proto__')) {
+      issues.push({ server: '__proto__', field, problem: 'expected a server name other than `__proto__` (a reserved JavaScript key), got `__proto__`' });
+    }
+  }
+  return issues;
+}
+
 /** Marks configs this module built, so re-parsing one is a no-op rather than a second expansion. */
 const PARSED = Symbol.for('mcp-supervisor.profile-config');
 
@@ -391,6 +412,8 @@ export function parseProfileConfig(document: unknown, context: ParseContext): Pr
   const issues: ConfigIssue[] = [];
   const top = documentSchema.safeParse(document, { reportInput: true });
   if (!top.success) throw invalidConfigError(context, issuesFromZod(top.error, undefined));
+  const reserved = reservedServerNames(document);
+  if (reserved.length > 0) throw invalidConfigError(context, reserved);
 
   const sources = [
     ['mcpServers', top.data.mcpServers],

@@ -41,6 +41,10 @@ export interface ConnectOptions {
   onSessionLost?(): void;
   /** The largest message accepted from the server (bytes). Default 10 MB. */
   maxMessageBytes?: number;
+  /** Stdio: window in which repeated `list_changed` notifications are dropped (see the transport). */
+  coalesceListChangedMs?: number;
+  /** Stdio: the host's lifeline marker, added to the server's environment (kept out of fingerprints). */
+  markerEnv?: Readonly<Record<string, string>>;
 }
 
 /** A failed connect, with what a stdio process said on its way out (for honest classification). */
@@ -82,6 +86,8 @@ function createTransport(server: ServerConfig, side: ClientSide, options: Connec
         env: server.env,
         ...(server.cwd === undefined ? {} : { cwd: server.cwd }),
         ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
+        ...(options.coalesceListChangedMs === undefined ? {} : { coalesceListChangedMs: options.coalesceListChangedMs }),
+        ...(options.markerEnv === undefined ? {} : { markerEnv: options.markerEnv }),
       },
       {
         ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),

@@ -86,6 +86,7 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
         const outcome: SettledOutcome = await discoverServer(server, remoteSide(server.name, descriptor, rpc), {
           connectTimeoutMs: task.connectTimeoutMs,
           ...task.limits,
+          ...(task.markerEnv === undefined ? {} : { markerEnv: task.markerEnv }),
           signal: retired.signal,
           isCurrent: () => slots.isCurrent(generation),
           recordPid: (pid) => slots.recordPid(pid),

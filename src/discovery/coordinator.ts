@@ -196,6 +196,8 @@ export class DiscoveryCoordinator {
     options: DiscoveryOptions = {},
     private readonly sides: DiscoverySides = BARE_SIDES,
     private readonly limits: DiscoveryLimits = { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, maxCatalogItems: DEFAULT_MAX_CATALOG_ITEMS, maxSchemaDepth: DEFAULT_MAX_SCHEMA_DEPTH },
+    /** The host's lifeline marker, added to every server a body spawns. */
+    private readonly markerEnv?: Readonly<Record<string, string>>,
   ) {
     this.options = resolveDiscoveryOptions(options);
     this.pool = new Piscina<DiscoveryTask, BodyResult>({
@@ -298,6 +300,7 @@ export class DiscoveryCoordinator {
       serverConcurrency: this.options.serverConcurrency,
       connectTimeoutMs: this.options.connectTimeoutMs,
       limits: this.limits,
+      ...(this.markerEnv === undefined ? {} : { markerEnv: { ...this.markerEnv } }),
       port: channel.port2,
       ...(testHooks === undefined ? {} : { testHooks }),
     };

@@ -31,6 +31,8 @@ export interface ServerDiscoveryContext {
   maxCatalogItems?: number;
   /** Deepest nesting of a tool's input or output schema. */
   maxSchemaDepth?: number;
+  /** The host's lifeline marker for spawned servers' environment. */
+  markerEnv?: Readonly<Record<string, string>>;
   /** Aborted when the generation is retired. */
   signal: AbortSignal;
   /** Re-checked before every side effect (spawn, connect). */
@@ -159,6 +161,7 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
       connectTimeoutMs: requestOptions.timeout,
       signal: attempt.signal,
       ...(context.maxMessageBytes === undefined ? {} : { maxMessageBytes: context.maxMessageBytes }),
+      ...(context.markerEnv === undefined ? {} : { markerEnv: context.markerEnv }),
       onSpawn: (pid) => {
         if (!context.recordPid(pid)) {
           process.kill(-pid, 'SIGKILL');

@@ -82,6 +82,8 @@ export interface DiscoveryTask {
   serverConcurrency: number;
   connectTimeoutMs: number;
   limits: DiscoveryLimits;
+  /** The host's lifeline marker, added to every spawned server's environment. */
+  markerEnv?: Record<string, string>;
   port: import('node:worker_threads').MessagePort;
   testHooks?: BodyTestHooks;
 }

@@ -59,13 +59,14 @@ const CLOSE_WAIT_MS = 2000;
  * The reaper. `$1`: the marker `NAME=value`; `$2`: the host's process group, never signalled (on
  * `close()` the host is alive, and a marked process can never legitimately share its group).
  *
- * `read` is a shell builtin (dash and bash retry it on EINTR), so the reaper is a single
- * process blocked in read(2) until EOF. Then: one `grep -l` over every environ (one exec, not one
- * per process), and for each match read its pgrp from `/proc/<pid>/stat` (the fields after the
- * last ") ", since the command name may contain spaces) and SIGKILL group and pid. Rounds repeat
- * until a scan finds nothing (a killed process is still listed until it has exited, and a wrapper
- * may fork between scan and kill), at most 20. `kill -9 -N` is the group form both dash and bash
- * accept (dash has no `kill --`). stdout/stderr are /dev/null, so errors need no redirection.
+ * `read` is a shell builtin, so the reaper is a single process blocked in read(2) until EOF (no
+ * trap is set and it has no child while it waits, so nothing interrupts that read). Then: one
+ * `grep -l` over every environ (one exec, not one per process), and for each match read its pgrp
+ * from `/proc/<pid>/stat` (the fields after the last ") ", since the command name may contain
+ * spaces) and SIGKILL group and pid. Rounds repeat until a scan finds nothing (a killed process
+ * is still listed until it has exited, and a wrapper may fork between scan and kill), at most 20.
+ * `kill -9 -N` is the group form both dash and bash accept (dash has no `kill --`).
+ * stdout/stderr are /dev/null, so errors need no redirection.
  */
 const REAPER_SCRIPT = `m=$1 keep=$2
 while read -r _; do :; done
@@ -178,7 +179,8 @@ export class Lifeline {
       stdio: ['pipe', 'ignore', 'ignore'],
       // Not the host's environment: the reaper must not carry a marker itself (an outer host's
       // reaper would kill it before it reaped this host's servers), nor the host's secrets.
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+      // LC_ALL=C: grep then matches bytes, no locale decoding of other processes' environments.
+      env: { PATH: [process.env.PATH, '/usr/bin', '/bin'].filter(Boolean).join(':'), LC_ALL: 'C' },
       windowsHide: true,
     });
     // A spawn failure (no /bin/sh) leaves the exit hook as the only guard; never crash the host.

@@ -22,6 +22,11 @@ import { runningGroupMembers, signalGroup } from './proc.js';
 const GROUP_REAP_TIMEOUT_MS = 2000;
 /** After the group is gone, how long stdout may still take to deliver its last bytes. */
 const STDOUT_DRAIN_GRACE_MS = 100;
+/**
+ * Window in which repeated `list_changed` notifications of one kind are coalesced; shorter than
+ * the host's re-list debounce (200 ms by default), so the last change is always seen.
+ */
+const LIST_CHANGED_COALESCE_MS = 50;
 /** Poll interval while waiting for a group to empty (only when members were still there). */
 const GROUP_POLL_MS = 5;
 
@@ -55,6 +60,13 @@ export interface StdioServerParameters {
   stderrTailBytes?: number;
   /** The longest message (one stdout line) accepted; a longer one kills the server. Default 10 MB. */
   maxMessageBytes?: number;
+  /**
+   * Repeated `list_changed` notifications of one kind within this window are dropped unparsed
+   * (default 50 ms; 0 keeps them all). Must stay below the re-list debounce so no change is missed.
+   */
+  coalesceListChangedMs?: number;
+  /** Added last to the environment (the host's lifeline marker): a config can never override it. */
+  markerEnv?: Readonly<Record<string, string>>;
 }
 
 /** Hooks called synchronously, so pid bookkeeping never waits on an await. */
@@ -85,6 +97,8 @@ export class ProcessGroupStdioTransport implements Transport {
   private readonly lines: LineSplitter;
   /** Set when the server sent a message over the limit (it was killed for it). */
   private oversized: number | undefined;
+  /** When each kind of `list_changed` notification was last let through. */
+  private readonly lastListChanged = new Map<string, number>();
   private stderrChunks: Buffer[] = [];
   private stderrBytes = 0;
   private exitInfo: ExitInfo | undefined;
@@ -130,7 +144,7 @@ export class ProcessGroupStdioTransport implements Transport {
     if (this.child) throw new Error('ProcessGroupStdioTransport already started');
     return new Promise((resolve, reject) => {
       const child = spawn(this.params.command, [...(this.params.args ?? [])], {
-        env: { ...defaultServerEnvironment(), ...this.params.env },
+        env: { ...defaultServerEnvironment(), ...this.params.env, ...this.params.markerEnv },
         cwd: this.params.cwd,
         stdio: ['pipe', 'pipe', 'pipe'],
         detached: true,
@@ -186,6 +200,7 @@ export class ProcessGroupStdioTransport implements Transport {
   }
 
   private dispatch(line: Buffer): void {
+    if (this.coalesced(line)) return;
     let message: JSONRPCMessage;
     try {
       message = deserializeMessage(line.toString('utf8').replace(/\r$/, ''));
@@ -198,6 +213,23 @@ export class ProcessGroupStdioTransport implements Transport {
     } catch (error) {
       this.onerror?.(error as Error);
     }
+  }
+
+  /**
+   * A `…/list_changed` notification right after another of the same kind carries nothing new:
+   * the host re-lists after a debounce longer than this window, so the latest list is read
+   * anyway. Dropping it before parsing is what keeps a server that floods thousands of them per
+   * second from taking the host's main thread (parsing is most of the cost).
+   */
+  private coalesced(line: Buffer): boolean {
+    if (this.params.coalesceListChangedMs === 0 || line.length > 200 || line.indexOf('list_changed') === -1) return false;
+    const method = /"method"\s*:\s*"(notifications\/[a-z]+\/list_changed)"/.exec(line.toString('utf8'))?.[1];
+    if (method === undefined) return false;
+    const now = performance.now();
+    const last = this.lastListChanged.get(method);
+    if (last !== undefined && now - last < (this.params.coalesceListChangedMs ?? LIST_CHANGED_COALESCE_MS)) return true;
+    this.lastListChanged.set(method, now);
+    return false;
   }
 
   private handleExit(exit: ExitInfo): void {

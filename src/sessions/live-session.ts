@@ -34,6 +34,10 @@ export interface OpenOptions {
   signal?: AbortSignal;
   /** The largest message accepted from the server (bytes). */
   maxMessageBytes?: number;
+  /** Window in which repeated `list_changed` notifications are coalesced. */
+  coalesceListChangedMs?: number;
+  /** The host's lifeline marker for the server's environment. */
+  markerEnv?: Readonly<Record<string, string>>;
   /** An HTTP session created by discovery, to resume instead of initialising again. */
   resume?: ResumableSession;
   /** The leader's pid, synchronously after spawn. */
@@ -138,6 +142,8 @@ export class LiveSession {
       ...(options.resume ? { resume: options.resume } : {}),
       ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
       ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
+      ...(options.coalesceListChangedMs === undefined ? {} : { coalesceListChangedMs: options.coalesceListChangedMs }),
+      ...(options.markerEnv === undefined ? {} : { markerEnv: options.markerEnv }),
       onLeaderExit: (_pid, exit) => session?.died(exit, options),
       onSessionLost: () => {
         if (session?.alive) options.onLost?.(session);

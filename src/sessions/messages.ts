@@ -5,6 +5,7 @@
  * says so.
  */
 import { McpSupervisorError } from '../errors.js';
+import { scrubTail } from '../config/redact.js';
 import type { ExitInfo } from '../process/stdio-transport.js';
 import type { ServerFailure } from '../discovery/types.js';
 
@@ -25,7 +26,8 @@ function exitText(exit: ExitInfo | undefined | { code?: number | null; signal?: 
 function stderrText(stderr: string | undefined): string {
   const tail = stderr?.trim();
   if (!tail) return '';
-  const lastLines = tail.split('\n').slice(-3).join(' | ');
+  // Scrubbed before it is cut: a secret cut in half is no longer recognisable.
+  const lastLines = scrubTail(tail).split('\n').slice(-3).join(' | ');
   return ` Its last stderr output: "${lastLines.slice(-300)}".`;
 }
 

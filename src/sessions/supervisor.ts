@@ -67,6 +67,8 @@ export interface SessionOptions {
   listChangedDebounceMs: number;
   /** The largest message accepted from a server (bytes). Default 10 MB. */
   maxMessageBytes?: number;
+  /** The host's lifeline marker, added to every spawned server's environment. */
+  markerEnv?: Readonly<Record<string, string>>;
   breaker: BreakerOptions;
 }
 
@@ -326,6 +328,9 @@ export class ServerSupervisor {
       return await LiveSession.open(this.server, this.context.side(), {
         id,
         ...(this.context.options.maxMessageBytes === undefined ? {} : { maxMessageBytes: this.context.options.maxMessageBytes }),
+        // Half the re-list debounce: a dropped repeat always falls before the refresh that reads the list.
+        coalesceListChangedMs: Math.min(50, Math.floor(this.context.options.listChangedDebounceMs / 2)),
+        ...(this.context.options.markerEnv === undefined ? {} : { markerEnv: this.context.options.markerEnv }),
         connectTimeoutMs: this.connectTimeoutMs(),
         signal: attempt.signal,
         ...(resume ? { resume } : {}),
