@@ -6,11 +6,12 @@
  */
 import { realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { type Clock, systemClock } from './clock.js';
 import { type AuthProviderFactory, AuthRegistry, type AuthRequiredEvent } from './client/auth.js';
 import { DEFAULT_CLIENT_INFO } from './client/info.js';
 import { type ClientOptions, ClientSides, type ResolvedClientOptions } from './client/sides.js';
+import { LogGate, type ServerLogEvent } from './client/logs.js';
 import { type Environment } from './config/expand.js';
 import { scrubDeep } from './config/redact.js';
 import { Lifeline } from './process/lifeline.js';
@@ -24,10 +25,11 @@ import { TypedEmitter } from './events.js';
 import type { DiscoveryDriver } from './readiness/driver.js';
 import { type ReadinessEvents, ReadinessRegistry, type ReloadResult } from './readiness/registry.js';
 import { serverToolKey } from './readiness/settlement.js';
-import { createTurn, withErrorsAsResults } from './readiness/turn.js';
+import { checkPrompt, checkUri, createTurn, readFrom, withErrorsAsResults } from './readiness/turn.js';
+import { toolAllowed } from './config/tool-filter.js';
 import { checkArguments } from './readiness/arguments.js';
 import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SCHEMA_DEPTH } from './connection/limits.js';
-import type { CallOptions, ReadinessView, Turn, WaitOptions } from './readiness/types.js';
+import type { CallOptions, ReadinessView, RequestOptions, Turn, WaitOptions } from './readiness/types.js';
 import { SessionManager } from './sessions/manager.js';
 import type { SessionOptions, SupervisorEvents, SupervisorStats } from './sessions/supervisor.js';
 import type { BreakerOptions } from './sessions/breaker.js';
@@ -92,6 +94,8 @@ export interface HostOptions {
 export interface ClientEvents {
   /** A server needs the user to authorise: the OAuth provider was sent to `authorizationUrl`. */
   'server:auth-required': AuthRequiredEvent;
+  /** A server's log line (`notifications/message`), scrubbed, at most 50 per second per server. */
+  'server:log': ServerLogEvent;
 }
 
 /** Bounds on what servers and callers can make the host hold (each reported by name when hit). */
@@ -126,8 +130,17 @@ export interface Host {
   ready(ref?: string, options?: WaitOptions): Promise<ReadinessView>;
   /** Waits (bounded) for a profile and returns a frozen snapshot of its tools. */
   beginTurn(ref?: string, options?: WaitOptions): Promise<Turn>;
-  /** Calls a tool without a turn. */
+  /** Calls a tool without a turn (a tool the server's filter hides is UNKNOWN_TOOL, and nothing is sent). */
   callTool(ref: string | undefined, server: string, tool: string, args?: Record<string, unknown>, options?: CallOptions): Promise<CallToolResult>;
+  /** Reads a resource of a server without a turn (supervised like a call). */
+  readResource(ref: string | undefined, server: string, uri: string, options?: RequestOptions): Promise<ReadResourceResult>;
+  /** Fetches a prompt of a server without a turn (supervised like a call). */
+  getPrompt(ref: string | undefined, server: string, name: string, args?: Record<string, string>, options?: RequestOptions): Promise<GetPromptResult>;
+  /**
+   * The roots of a profile changed: its live sessions are sent `notifications/roots/list_changed`
+   * (servers then ask `roots/list` again). Resolves to how many servers were told.
+   */
+  rootsChanged(ref?: string): Promise<number>;
   /** Re-discovers a profile now (after quiescing the running discovery). */
   retry(ref?: string, options?: WaitOptions): Promise<ReadinessView>;
   /**
@@ -187,7 +200,9 @@ function invalidOption(name: string, expected: string, value: unknown): McpSuper
   return new McpSupervisorError('INVALID_CONFIG', `Expected \`${name}\` to be ${expected}, got ${type}`);
 }
 
-/** Validates `client` (handlers must be functions, `info` a name and a version). */
+const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
+
+/** Validates `client` (handlers must be functions, `info` a name and a version, roots file: URIs). */
 function resolveClientOptions(client: ClientOptions | undefined): ResolvedClientOptions {
   if (client === undefined) return { info: DEFAULT_CLIENT_INFO };
   if (typeof client !== 'object' || client === null) throw invalidOption('client', 'an object', client);
@@ -195,8 +210,27 @@ function resolveClientOptions(client: ClientOptions | undefined): ResolvedClient
   if (typeof info !== 'object' || info === null || typeof info.name !== 'string' || info.name === '' || typeof info.version !== 'string') {
     throw invalidOption('client.info', 'an object with a non-empty `name` and a `version` string', info);
   }
-  if (client.elicitation !== undefined && typeof client.elicitation !== 'function') throw invalidOption('client.elicitation', 'a function', client.elicitation);
-  return { info: Object.freeze({ ...info }), ...(client.elicitation ? { elicitation: client.elicitation } : {}) };
+  for (const name of ['elicitation', 'sampling'] as const) {
+    if (client[name] !== undefined && typeof client[name] !== 'function') throw invalidOption(`client.${name}`, 'a function', client[name]);
+  }
+  const roots = client.roots;
+  if (roots !== undefined && typeof roots !== 'function') {
+    if (!Array.isArray(roots)) throw invalidOption('client.roots', 'an array of roots or a function returning them', roots);
+    roots.forEach((root: unknown, index) => {
+      const uri = (root as { uri?: unknown } | null)?.uri;
+      if (typeof uri !== 'string' || !uri.startsWith('file://')) throw invalidOption(`client.roots[${index}].uri`, 'a file:// URI', uri);
+    });
+  }
+  if (client.logLevel !== undefined && !(LOG_LEVELS as readonly unknown[]).includes(client.logLevel)) {
+    throw new McpSupervisorError('INVALID_CONFIG', `Expected \`client.logLevel\` to be one of ${LOG_LEVELS.map((level) => `"${level}"`).join(', ')}, got \`${String(client.logLevel)}\``);
+  }
+  return {
+    info: Object.freeze({ ...info }),
+    ...(client.elicitation ? { elicitation: client.elicitation } : {}),
+    ...(client.sampling ? { sampling: client.sampling } : {}),
+    ...(roots === undefined ? {} : { roots: typeof roots === 'function' ? roots : Object.freeze(roots.map((root) => Object.freeze({ ...root }))) }),
+    ...(client.logLevel ? { logLevel: client.logLevel } : {}),
+  };
 }
 
 /**
@@ -298,7 +332,8 @@ export function createHost(options: HostOptions = {}): Host {
   const authFactory = resolveAuthFactory(options.auth);
   const events = new TypedEmitter<HostEvents>();
   const auth = new AuthRegistry(authFactory, (payload) => events.emit('server:auth-required', payload));
-  const sides = new ClientSides(clientOptions, auth);
+  const logs = new LogGate((event) => events.emit('server:log', event));
+  const sides = new ClientSides(clientOptions, auth, logs);
   // Every option is validated before anything is started (a bad option must leave nothing behind).
   const resolvedDiscovery = resolveDiscoveryOptions(coordinatorOptions);
   const connectTimeoutMs = options.discoveryDriver ? positive('discovery.connectTimeoutMs', discoveryOptions.connectTimeoutMs, 15_000) : resolvedDiscovery.connectTimeoutMs;
@@ -313,7 +348,13 @@ export function createHost(options: HostOptions = {}): Host {
       { maxMessageBytes: limits.maxMessageBytes, maxCatalogItems: limits.maxCatalogItems, maxSchemaDepth: limits.maxSchemaDepth },
       lifeline.env,
     );
-  const sessionOptions: SessionOptions = { ...resolvedSessions, maxMessageBytes: limits.maxMessageBytes, markerEnv: lifeline.env };
+  const sessionOptions: SessionOptions = {
+    ...resolvedSessions,
+    maxMessageBytes: limits.maxMessageBytes,
+    maxCatalogItems: limits.maxCatalogItems,
+    maxSchemaDepth: limits.maxSchemaDepth,
+    markerEnv: lifeline.env,
+  };
 
   const loadConfig = async (key: string, signal: AbortSignal): Promise<ProfileConfig | undefined> => {
     const known = listed.get(key);
@@ -334,7 +375,7 @@ export function createHost(options: HostOptions = {}): Host {
     sessionOptions,
     clock,
     events,
-    (key, server, tools) => registry?.replaceServerTools(key, server, tools),
+    (key, server, lists) => registry?.replaceServerLists(key, server, lists),
     sides,
     options.random,
   );
@@ -343,6 +384,7 @@ export function createHost(options: HostOptions = {}): Host {
       const server = serverNamed(registry?.configOf(key), name);
       return server ? sides.pendingAuthorization(key, server) : undefined;
     },
+    warnings: (key, name) => sides.warnings(key, name),
   });
   const readiness = registry;
   let closing: Promise<void> | undefined;
@@ -373,6 +415,11 @@ export function createHost(options: HostOptions = {}): Host {
         if (!server || server.disabled) {
           throw new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${serverName}" is not configured in profile "${key}".`, { profile: key, server: serverName, retryable: false });
         }
+        // The server's tool filter is a security control: a hidden tool is refused whatever state
+        // the server is in, before anything is sent.
+        if (!toolAllowed(server.toolFilter, String(tool))) {
+          throw new McpSupervisorError('UNKNOWN_TOOL', `The MCP server "${serverName}" has no tool "${tool}".`, { profile: key, server: serverName, retryable: false });
+        }
         const route = catalog.byServerTool.get(serverToolKey(serverName, tool));
         // A parked server's tools leave the catalog, but the server is still there: its supervisor
         // says it is parked and when it is probed next (never "no such tool").
@@ -382,6 +429,21 @@ export function createHost(options: HostOptions = {}): Host {
         }
         return sessions.callTool({ key, server, route: route ?? { server: serverName, tool }, args: checked, options: callOptions });
       });
+    },
+    async readResource(ref, serverName, uri, requestOptions = {}): Promise<ReadResourceResult> {
+      const key = keyOf(ref);
+      const checked = checkUri(uri, key, String(serverName));
+      await readiness.wait(key, requestOptions.signal ? { signal: requestOptions.signal } : {});
+      return (await readFrom(key, readiness.configOf(key), sessions, serverName, { kind: 'resource', uri: checked, options: requestOptions })) as ReadResourceResult;
+    },
+    async getPrompt(ref, serverName, name, args, requestOptions = {}): Promise<GetPromptResult> {
+      const key = keyOf(ref);
+      const checked = checkPrompt(name, args, key, String(serverName));
+      await readiness.wait(key, requestOptions.signal ? { signal: requestOptions.signal } : {});
+      return (await readFrom(key, readiness.configOf(key), sessions, serverName, { kind: 'prompt', ...checked, options: requestOptions })) as GetPromptResult;
+    },
+    rootsChanged(ref?: string): Promise<number> {
+      return sessions.rootsChanged(keyOf(ref));
     },
     retry(ref?: string, waitOptions: WaitOptions = {}): Promise<ReadinessView> {
       return readiness.retry(keyOf(ref), waitOptions);

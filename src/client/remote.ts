@@ -8,10 +8,10 @@
  * The worker stays terminable: a pending call holds nothing but a promise, and retirement
  * rejects every pending call at once.
  */
-import { MessagePort } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { ErrorCode, McpError, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CreateMessageResult, type ElicitResult, type Root } from '@modelcontextprotocol/sdk/types.js';
 import type { ClientSide, ClientSideDescriptor, ProviderMethod, ProviderSnapshot, SideCall } from '../connection/client-side.js';
 
 /** A call a worker sends to the main thread. */
@@ -157,25 +157,31 @@ function remoteProvider(snapshot: ProviderSnapshot, call: (method: ProviderMetho
   return provider;
 }
 
+/** A forwarded handler's failure, as the JSON-RPC error the server should get. */
+function asRpcError(error: unknown): McpError {
+  if (error instanceof McpError) return error;
+  return new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error));
+}
+
 /** Rebuilds a client side in the worker; its handlers and provider call the main thread. */
 export function remoteSide(server: string, descriptor: ClientSideDescriptor, rpc: WorkerRpc): ClientSide {
+  const forward = async <T>(call: SideCall, signal: AbortSignal): Promise<T> => {
+    try {
+      return (await rpc.call(server, call, signal)) as T;
+    } catch (error) {
+      throw asRpcError(error);
+    }
+  };
   const side: ClientSide = {
     info: descriptor.info,
     capabilities: descriptor.capabilities,
     ...(descriptor.authError === undefined ? {} : { authError: descriptor.authError }),
     ...(descriptor.auth ? { authProvider: remoteProvider(descriptor.auth, (method, args) => rpc.call(server, { op: 'provider', method, args })) } : {}),
-    ...(descriptor.elicitation
-      ? {
-          elicit: async (params, signal) => {
-            try {
-              return (await rpc.call(server, { op: 'elicit', params }, signal)) as ElicitResult;
-            } catch (error) {
-              if (error instanceof McpError) throw error;
-              throw new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error));
-            }
-          },
-        }
-      : {}),
+    ...(descriptor.elicitation ? { elicit: (params, signal) => forward<ElicitResult>({ op: 'elicit', params }, signal) } : {}),
+    ...(descriptor.sampling ? { sample: (params, signal) => forward<CreateMessageResult>({ op: 'sample', params }, signal) } : {}),
+    ...(descriptor.roots ? { listRoots: (signal) => forward<Root[]>({ op: 'roots' }, signal) } : {}),
+    ...(descriptor.logLevel ? { logLevel: descriptor.logLevel } : {}),
+    log: (params) => rpc.notify(server, { op: 'log', params }),
     challenged: (challenge) => rpc.notify(server, { op: 'challenge', challenge }),
   };
   return side;

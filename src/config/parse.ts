@@ -41,6 +41,7 @@ import {
   scrubText,
 } from './redact.js';
 import type { ProfileConfig, ServerConfig, TransportKind } from './types.js';
+import type { ToolFilter } from './tool-filter.js';
 
 /** Where a config came from, for error messages and `${workspaceFolder}`. */
 export interface ParseContext {
@@ -88,6 +89,9 @@ const rawServerSchema = z.looseObject({
   connectTimeoutMs: positiveInt.optional(),
   callTimeoutMs: positiveInt.optional(),
   share: z.boolean().optional(),
+  // Strict: a typo in a security control ("exlude") must be an error, never a silent no-op.
+  tools: z.strictObject({ include: z.array(z.string().min(1)).optional(), exclude: z.array(z.string().min(1)).optional() }).optional(),
+  disabledTools: z.array(z.string().min(1)).optional(),
 });
 type RawServer = z.infer<typeof rawServerSchema>;
 
@@ -280,6 +284,7 @@ function buildServer(name: string, raw: RawServer, issues: ConfigIssue[], env: E
     name,
     disabled: raw.disabled ?? false,
     share: raw.share ?? false,
+    ...toolFilterOf(raw),
     ...(raw.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: raw.connectTimeoutMs }),
     ...(raw.callTimeoutMs === undefined ? {} : { callTimeoutMs: raw.callTimeoutMs }),
   };
@@ -338,6 +343,13 @@ function reservedServerNames(document: unknown): ConfigIssue[] {
     }
   }
   return issues;
+}
+
+/** `tools.include/exclude` and Roo's `disabledTools` (an exclude) as one filter; none when unset. */
+function toolFilterOf(raw: RawServer): { toolFilter?: ToolFilter } {
+  const exclude = [...(raw.tools?.exclude ?? []), ...(raw.disabledTools ?? [])];
+  if (raw.tools?.include === undefined && exclude.length === 0) return {};
+  return { toolFilter: { ...(raw.tools?.include === undefined ? {} : { include: [...raw.tools.include] }), exclude } };
 }
 
 /** Marks configs this module built, so re-parsing one is a no-op rather than a second expansion. */

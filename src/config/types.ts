@@ -4,6 +4,8 @@
  * (discovery workers, sessions, fingerprints) reads only these shapes, never raw user JSON.
  */
 
+import type { ToolFilter } from './tool-filter.js';
+
 /** How the library talks to a server. `http` is Streamable HTTP; `sse` is the legacy HTTP+SSE transport. */
 export type TransportKind = 'stdio' | 'http' | 'sse';
 
@@ -19,6 +21,8 @@ export interface CommonServerOptions {
   readonly callTimeoutMs?: number;
   /** When true, profiles whose server has the same fingerprint share one live session. */
   readonly share: boolean;
+  /** Which of the server's tools a host may see and call (absent: all). */
+  readonly toolFilter?: ToolFilter;
 }
 
 /** A server started as a child process that speaks MCP over its stdin/stdout. */

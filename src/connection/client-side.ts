@@ -10,11 +10,33 @@
  */
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
-import type { ClientCapabilities, ElicitRequest, ElicitResult, Implementation } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  ClientCapabilities,
+  CreateMessageRequest,
+  CreateMessageResult,
+  ElicitRequest,
+  ElicitResult,
+  Implementation,
+  LoggingLevel,
+  LoggingMessageNotification,
+  Root,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { AuthChallenge } from './http-transport.js';
 
 /** Parameters of an `elicitation/create` request. */
 export type ElicitParams = ElicitRequest['params'];
+
+/** Parameters of a `sampling/createMessage` request. */
+export type SamplingParams = CreateMessageRequest['params'];
+
+/** Parameters of a `notifications/message` (a server's log line). */
+export type LogParams = LoggingMessageNotification['params'];
+
+/** What a server asked for during discovery that the host could not give (for honest warnings). */
+export interface Asked {
+  /** The server asked `roots/list` and got this many roots. */
+  roots?: number;
+}
 
 /** Everything the client side of one (profile, server) connection declares and answers. */
 export interface ClientSide {
@@ -28,6 +50,14 @@ export interface ClientSide {
   readonly authError?: string;
   /** Answers `elicitation/create`; present exactly when the capability is declared. */
   elicit?(params: ElicitParams, signal: AbortSignal): Promise<ElicitResult>;
+  /** Answers `sampling/createMessage`; present exactly when the capability is declared. */
+  sample?(params: SamplingParams, signal: AbortSignal): Promise<CreateMessageResult>;
+  /** Answers `roots/list`; present exactly when the capability is declared. */
+  listRoots?(signal: AbortSignal): Promise<Root[]>;
+  /** `logging/setLevel` sent to servers that declare logging. */
+  readonly logLevel?: LoggingLevel;
+  /** A server's `notifications/message`. */
+  log?(params: LogParams): void;
   /** A 401/403 answer named what it wants (scope, resource metadata). */
   challenged?(challenge: AuthChallenge): void;
 }
@@ -63,6 +93,9 @@ export interface ClientSideDescriptor {
   info: Implementation;
   capabilities: ClientCapabilities;
   elicitation: boolean;
+  sampling: boolean;
+  roots: boolean;
+  logLevel?: LoggingLevel;
   auth?: ProviderSnapshot;
   authError?: string;
 }
@@ -70,5 +103,13 @@ export interface ClientSideDescriptor {
 /** A call a worker-side proxy forwards to the main thread. */
 export type SideCall =
   | { op: 'elicit'; params: ElicitParams }
+  | { op: 'sample'; params: SamplingParams }
+  | { op: 'roots' }
+  | { op: 'log'; params: LogParams }
   | { op: 'challenge'; challenge: AuthChallenge }
   | { op: 'provider'; method: ProviderMethod; args: unknown[] };
+
+/** What a worker uses when no host side was described (a coordinator built without a host). */
+export function bareDescriptor(info: Implementation): ClientSideDescriptor {
+  return { info, capabilities: {}, elicitation: false, sampling: false, roots: false };
+}

@@ -8,7 +8,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ElicitRequestSchema, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../config/types.js';
 import type { ResumableSession } from '../discovery/types.js';
@@ -189,6 +189,18 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
     const elicit = side.elicit.bind(side);
     client.setRequestHandler(ElicitRequestSchema, (request, extra) => elicit(request.params, extra.signal));
   }
+  if (side.sample) {
+    const sample = side.sample.bind(side);
+    client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => sample(request.params, extra.signal));
+  }
+  if (side.listRoots) {
+    const listRoots = side.listRoots.bind(side);
+    client.setRequestHandler(ListRootsRequestSchema, async (_request, extra) => ({ roots: await listRoots(extra.signal) }));
+  }
+  if (side.log) {
+    const log = side.log.bind(side);
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => log(notification.params));
+  }
   options.configure?.(client);
   // An abort cuts every stage short, not only the `initialize` request: spawning, writing
   // `notifications/initialized`, opening an HTTP stream take no signal of their own.
@@ -216,6 +228,10 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
     throw new ConnectError(error, undefined, '');
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
+  }
+  // A resumed HTTP session skipped `initialize`: the level set then still holds.
+  if (side.logLevel && !options.resume && client.getServerCapabilities()?.logging) {
+    await client.setLoggingLevel(side.logLevel, { timeout: options.connectTimeoutMs }).catch(() => undefined);
   }
   return new Connection(server, client, transport);
 }

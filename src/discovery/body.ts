@@ -13,7 +13,7 @@ import PQueue from 'p-queue';
 import { McpSupervisorError, describeError } from '../errors.js';
 import { WorkerRpc, remoteSide } from '../client/remote.js';
 import { DEFAULT_CLIENT_INFO } from '../client/info.js';
-import type { ClientSideDescriptor } from '../connection/client-side.js';
+import { type ClientSideDescriptor, bareDescriptor } from '../connection/client-side.js';
 import { discoverServer } from './server-discovery.js';
 import { EntrySlots } from './slots.js';
 import type { BodyMessage, BodyResult, DiscoveryTask, SettledOutcome } from './types.js';
@@ -82,7 +82,7 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
         continue;
       }
       void queue.add(async () => {
-        const descriptor: ClientSideDescriptor = task.sides.get(server.name) ?? { info: DEFAULT_CLIENT_INFO, capabilities: {}, elicitation: false };
+        const descriptor: ClientSideDescriptor = task.sides.get(server.name) ?? bareDescriptor(DEFAULT_CLIENT_INFO);
         const outcome: SettledOutcome = await discoverServer(server, remoteSide(server.name, descriptor, rpc), {
           connectTimeoutMs: task.connectTimeoutMs,
           ...task.limits,

@@ -22,7 +22,7 @@ import { Piscina } from 'piscina';
 import type { ServerConfig } from '../config/types.js';
 import { DEFAULT_CLIENT_INFO } from '../client/info.js';
 import type { RpcReply, RpcRequest } from '../client/remote.js';
-import type { ClientSideDescriptor, SideCall } from '../connection/client-side.js';
+import { type ClientSideDescriptor, type SideCall, bareDescriptor } from '../connection/client-side.js';
 import { McpSupervisorError, describeError } from '../errors.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { processState, runningGroupMembers, signalGroup } from '../process/proc.js';
@@ -84,7 +84,7 @@ export interface DiscoverySides {
 
 /** No handlers, no auth: what a coordinator built without a host declares. */
 const BARE_SIDES: DiscoverySides = {
-  describe: () => ({ info: DEFAULT_CLIENT_INFO, capabilities: {}, elicitation: false }),
+  describe: () => bareDescriptor(DEFAULT_CLIENT_INFO),
   serve: () => Promise.reject(new Error('no client-side handlers are configured')),
 };
 

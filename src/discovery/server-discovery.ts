@@ -9,10 +9,12 @@
  */
 import {
   ListPromptsResultSchema,
+  ListResourceTemplatesResultSchema,
   ListResourcesResultSchema,
   ListToolsResultSchema,
   type Prompt,
   type Resource,
+  type ResourceTemplate,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../config/types.js';
@@ -86,8 +88,8 @@ async function settleExit(connection: Connection): Promise<void> {
  * nested absurdly deep (it would overflow every recursive walk downstream, from cloning to JSON).
  * @throws CatalogLimitError naming the item and the limit
  */
-function checkCatalog(catalog: { tools: Tool[]; prompts: Prompt[]; resources: Resource[] }, maxItems: number, maxDepth: number): void {
-  for (const [what, items] of [['tools', catalog.tools], ['prompts', catalog.prompts], ['resources', catalog.resources]] as const) {
+function checkCatalog(catalog: Catalog, maxItems: number, maxDepth: number): void {
+  for (const [what, items] of [['tools', catalog.tools], ['prompts', catalog.prompts], ['resources', catalog.resources], ['resource templates', catalog.resourceTemplates]] as const) {
     if (items.length > maxItems) throw new CatalogLimitError(`the server lists ${items.length} ${what}, more than limits.maxCatalogItems (${maxItems})`);
   }
   for (const tool of catalog.tools) {
@@ -97,8 +99,15 @@ function checkCatalog(catalog: { tools: Tool[]; prompts: Prompt[]; resources: Re
   }
 }
 
-/** Lists tools (every page), and prompts and resources when the server offers them. */
-async function listCatalog(connection: Connection, requestOptions: { signal: AbortSignal; timeout: number; maxTotalTimeout: number }): Promise<{ tools: Tool[]; prompts: Prompt[]; resources: Resource[] }> {
+interface Catalog {
+  tools: Tool[];
+  prompts: Prompt[];
+  resources: Resource[];
+  resourceTemplates: ResourceTemplate[];
+}
+
+/** Lists tools (every page), and prompts, resources and resource templates when the server offers them. */
+async function listCatalog(connection: Connection, requestOptions: { signal: AbortSignal; timeout: number; maxTotalTimeout: number }): Promise<Catalog> {
   const { client } = connection;
   const capabilities = client.getServerCapabilities() ?? {};
   const tools = await listAllPages<Tool>('tools/list', async (cursor) => {
@@ -124,7 +133,15 @@ async function listCatalog(connection: Connection, requestOptions: { signal: Abo
         }),
       )
     : [];
-  return { tools, prompts, resources };
+  const resourceTemplates = capabilities.resources
+    ? await optional(
+        listAllPages<ResourceTemplate>('resources/templates/list', async (cursor) => {
+          const result = await client.request({ method: 'resources/templates/list', params: cursor === undefined ? {} : { cursor } }, ListResourceTemplatesResultSchema, requestOptions);
+          return { items: result.resourceTemplates, nextCursor: result.nextCursor };
+        }),
+      )
+    : [];
+  return { tools, prompts, resources, resourceTemplates };
 }
 
 /**
@@ -180,6 +197,8 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
       ...catalog,
       timings: { connectMs, listMs: Math.round((elapsed() - connectMs) * 100) / 100, totalMs: elapsed() },
     };
+    const capabilities = connection.client.getServerCapabilities();
+    if (capabilities) outcome.capabilities = capabilities;
     const info = connection.client.getServerVersion();
     if (info) outcome.serverInfo = { name: info.name, version: info.version };
     const instructions = connection.client.getInstructions();

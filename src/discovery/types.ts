@@ -2,7 +2,7 @@
  * The data that discovery produces and that crosses the worker boundary. Everything here is plain,
  * structured-clone-safe data: no class instances, no functions.
  */
-import type { Prompt, Resource, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { SerializedError } from '../errors.js';
 import type { ServerConfig } from '../config/types.js';
 import type { ClientSideDescriptor } from '../connection/client-side.js';
@@ -47,6 +47,9 @@ export type ServerOutcome =
       tools: Tool[];
       prompts: Prompt[];
       resources: Resource[];
+      resourceTemplates: ResourceTemplate[];
+      /** The server's declared capabilities (a resumed session never sees `initialize`). */
+      capabilities?: import('@modelcontextprotocol/sdk/types.js').ServerCapabilities;
       serverInfo?: { name: string; version: string };
       protocolVersion?: string;
       instructions?: string;

@@ -290,8 +290,11 @@ export class ProcessGroupStdioTransport implements Transport {
       const accepted = stdin.write(serializeMessage(message), (error) => {
         if (settled) return;
         settled = true;
-        if (error) reject(error);
-        else resolve();
+        if (error) {
+          // The pipe is broken (EPIPE): the server's end is closed, it cannot have read this.
+          if (delivery) delivery.state = 'refused';
+          reject(error);
+        } else resolve();
       });
       if (accepted && !settled) {
         settled = true;

@@ -3,12 +3,12 @@
  * in piscina workers) and the session manager (supervised tool calls); unit tests of readiness's
  * pure coordination logic may substitute scripted ones and force interleavings with barriers.
  */
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ProfileConfig, ServerConfig } from '../config/types.js';
 import type { DiscoveryStats, QuiesceReport, RunHandlers } from '../discovery/coordinator.js';
 import type { ServerOutcome } from '../discovery/types.js';
 import type { ToolRoute } from './settlement.js';
-import type { CallOptions } from './types.js';
+import type { CallOptions, RequestOptions } from './types.js';
 
 /** What readiness needs from discovery. Implemented by `DiscoveryCoordinator`. */
 export interface DiscoveryDriver {
@@ -30,9 +30,16 @@ export interface ToolCallRequest {
   options: CallOptions;
 }
 
+/** A resource read or a prompt fetch as readiness routes it to the session layer. */
+export type ReadRequest =
+  | { kind: 'resource'; key: string; server: ServerConfig; uri: string; options: RequestOptions }
+  | { kind: 'prompt'; key: string; server: ServerConfig; name: string; args?: Record<string, string>; options: RequestOptions };
+
 /** What readiness needs from the session layer. Implemented by `SessionManager`. */
 export interface SessionLayer {
   callTool(request: ToolCallRequest): Promise<CallToolResult>;
+  /** Reads a resource or fetches a prompt, supervised like a tool call. */
+  read(request: ReadRequest): Promise<ReadResourceResult | GetPromptResult>;
   /** Whether a server's tools should be left out of new turns (it is parked). */
   isExcluded(key: string, server: string): boolean;
   /** Changes whenever a server is parked or revived, so cached catalogs can be rebuilt. */

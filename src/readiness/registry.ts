@@ -21,7 +21,7 @@ import type { EventSink } from '../events.js';
 import type { QuiesceReport } from '../discovery/coordinator.js';
 import type { ServerOutcome, SettledOutcome } from '../discovery/types.js';
 import type { DiscoveryDriver, SessionLayer } from './driver.js';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CatalogLists } from '../sessions/supervisor.js';
 import { type FailureRecord, type TurnCatalog, buildCatalog, buildView, deepFreeze, enabledServers, statusOf } from './settlement.js';
 import type { ReadinessView, WaitOptions } from './types.js';
 
@@ -45,6 +45,7 @@ export interface ReadinessEvents {
   'discovery:retired': { key: string; generation: number | undefined; reason: string; quiesceMs: number; rung: QuiesceReport['rung']; quiesced: boolean };
   'reload:start': { keys: string[] };
   'tools:changed': { key: string; server: string; tools: number };
+  'catalog:changed': { key: string; server: string; prompts: number; resources: number; resourceTemplates: number };
   'reload:done': { keys: string[]; changes: ProfileChanges[]; ok: boolean; error?: SerializedError };
 }
 
@@ -97,6 +98,8 @@ function deferred<T>(): Deferred<T> {
 export interface ReadinessHooks {
   /** The pending OAuth authorization URL of a server, shown in its `auth_required` view. */
   authorizationUrl?(key: string, server: string): string | undefined;
+  /** What a ready server's view should warn about (it asked for roots and got none…). */
+  warnings?(key: string, server: string): string[];
 }
 
 /** Loads (or re-reads) a profile's config. */
@@ -204,6 +207,7 @@ export class ReadinessRegistry {
       outcomes: entry.outcomes,
       failures: entry.failures,
       authorizationUrl: this.authorizationUrls(entry.key),
+      warnings: this.warningsOf(entry.key),
       status,
       ...(extra.waitTimedOut ? { waitTimedOut: true } : {}),
       ...(entry.configError ? { error: entry.configError } : {}),
@@ -212,6 +216,10 @@ export class ReadinessRegistry {
 
   private authorizationUrls(key: string): (server: string) => string | undefined {
     return (server) => this.hooks.authorizationUrl?.(key, server);
+  }
+
+  private warningsOf(key: string): (server: string) => string[] {
+    return (server) => this.hooks.warnings?.(key, server) ?? [];
   }
 
   /** The entry's view right now. Never blocks, never starts anything. */
@@ -491,6 +499,7 @@ export class ReadinessRegistry {
       outcomes: entry.outcomes,
       failures: entry.failures,
       authorizationUrl: this.authorizationUrls(entry.key),
+      warnings: this.warningsOf(entry.key),
       settledAt: now,
       ...(refreshAt === undefined ? {} : { refreshAt }),
       ...(entry.configError ? { error: entry.configError } : {}),
@@ -563,13 +572,14 @@ export class ReadinessRegistry {
    * A server announced a new tool list: publish it for the *next* turn. The settlement is
    * replaced, never mutated, so turns already handed out keep their snapshot.
    */
-  replaceServerTools(key: string, server: string, tools: Tool[]): void {
+  replaceServerLists(key: string, server: string, lists: CatalogLists): void {
     const entry = this.entries.get(key);
     const settled = entry?.settled;
     if (!entry || !settled) return;
     const previous = settled.outcomes.get(server);
     if (previous?.status !== 'ready') return;
-    const updated: ServerOutcome = { ...previous, tools: deepFreeze(structuredClone(tools)) };
+    const fresh = deepFreeze(structuredClone(lists));
+    const updated: ServerOutcome = { ...previous, ...fresh };
     const outcomes = new Map(settled.outcomes);
     outcomes.set(server, updated);
     if (entry.outcomes.get(server)?.status === 'ready') entry.outcomes.set(server, updated);
@@ -580,6 +590,7 @@ export class ReadinessRegistry {
       outcomes,
       failures: entry.failures,
       authorizationUrl: this.authorizationUrls(key),
+      warnings: this.warningsOf(key),
       ...(settled.view.settledAt === undefined ? {} : { settledAt: settled.view.settledAt }),
       ...(settled.view.refreshAt === undefined ? {} : { refreshAt: settled.view.refreshAt }),
     });
@@ -590,7 +601,8 @@ export class ReadinessRegistry {
       catalog: buildCatalog(entry.config, outcomes, (name) => this.sessions.isExcluded(key, name)),
       catalogVersion: this.sessions.exclusionVersion(),
     };
-    this.events.emit('tools:changed', { key, server, tools: tools.length });
+    if (lists.tools) this.events.emit('tools:changed', { key, server, tools: lists.tools.length });
+    if (lists.prompts || lists.resources) this.events.emit('catalog:changed', { key, server, prompts: updated.prompts.length, resources: updated.resources.length, resourceTemplates: updated.resourceTemplates?.length ?? 0 });
   }
 
   // ---------------------------------------------------------------- rediscover

@@ -13,7 +13,9 @@ import type { ProfileConfig } from '../config/types.js';
 import type { SerializedError } from '../errors.js';
 import type { ServerOutcome } from '../discovery/types.js';
 import { assignToolNames } from './tool-names.js';
-import type { ReadinessStatus, ReadinessView, ServerView, TurnTool } from './types.js';
+import type { ReadinessStatus, ReadinessView, ServerView, TurnPrompt, TurnResource, TurnResourceTemplate, TurnTool } from './types.js';
+import { toolAllowed } from '../config/tool-filter.js';
+import type { ServerConfig } from '../config/types.js';
 
 /** Failure bookkeeping of one server across generations. */
 export interface FailureRecord {
@@ -28,11 +30,16 @@ export interface ToolRoute {
   readonly server: string;
   readonly tool: string;
   readonly annotations?: Tool['annotations'];
+  /** The tool's declared output schema: structured results are checked against it. */
+  readonly outputSchema?: Tool['outputSchema'];
 }
 
 /** Everything a turn needs, frozen once per settlement. */
 export interface TurnCatalog {
   readonly tools: readonly TurnTool[];
+  readonly prompts: readonly TurnPrompt[];
+  readonly resources: readonly TurnResource[];
+  readonly resourceTemplates: readonly TurnResourceTemplate[];
   /** By model-facing name. */
   readonly routes: ReadonlyMap<string, ToolRoute>;
   /** By `server\0tool`, for calls made without a turn. */
@@ -78,17 +85,21 @@ export function statusOf(config: ProfileConfig | undefined, outcomes: ReadonlyMa
   return ready === 0 ? 'failed' : 'degraded';
 }
 
-function serverView(outcome: ServerOutcome | undefined, failure: FailureRecord | undefined, authorizationUrl: string | undefined): ServerView {
+function serverView(server: ServerConfig, outcome: ServerOutcome | undefined, failure: FailureRecord | undefined, authorizationUrl: string | undefined, warnings: readonly string[]): ServerView {
   if (!outcome || outcome.status === 'pending') return { status: 'pending' };
   if (outcome.status === 'disabled') return { status: 'disabled' };
   if (outcome.status === 'ready') {
+    const visible = outcome.tools.filter((tool) => toolAllowed(server.toolFilter, tool.name)).length;
     const view: ServerView = {
       status: 'ready',
-      tools: outcome.tools.length,
+      tools: visible,
       prompts: outcome.prompts.length,
       resources: outcome.resources.length,
+      resourceTemplates: outcome.resourceTemplates?.length ?? 0,
       timings: outcome.timings,
     };
+    if (visible < outcome.tools.length) view.toolsHidden = outcome.tools.length - visible;
+    if (warnings.length > 0) view.warnings = warnings.map((warning) => scrubText(warning));
     if (outcome.serverInfo) view.serverInfo = outcome.serverInfo;
     return view;
   }
@@ -128,6 +139,8 @@ export interface ViewInput {
   status?: ReadinessStatus;
   /** The pending authorization URL of a server, if any. */
   authorizationUrl?: (server: string) => string | undefined;
+  /** Warnings about a ready server (it asked for roots and got none…). */
+  warnings?: (server: string) => string[];
 }
 
 /** A deeply frozen view of a profile. */
@@ -137,7 +150,8 @@ export function buildView(input: ViewInput): ReadinessView {
   const failed: string[] = [];
   for (const server of Object.values(input.config?.servers ?? {})) {
     const outcome = server.disabled ? ({ status: 'disabled', server: server.name } as const) : input.outcomes.get(server.name);
-    const view = serverView(outcome, input.failures.get(server.name), outcome?.status === 'failed' && outcome.failure.kind === 'auth' ? input.authorizationUrl?.(server.name) : undefined);
+    const authorizationUrl = outcome?.status === 'failed' && outcome.failure.kind === 'auth' ? input.authorizationUrl?.(server.name) : undefined;
+    const view = serverView(server, outcome, input.failures.get(server.name), authorizationUrl, outcome?.status === 'ready' ? (input.warnings?.(server.name) ?? []) : []);
     servers[server.name] = view;
     if (view.status === 'pending') pending.push(server.name);
     if (view.status === 'failed' || view.status === 'auth_required') failed.push(server.name);
@@ -162,10 +176,17 @@ export function buildView(input: ViewInput): ReadinessView {
 /** The frozen tool catalog of the ready servers, in config order then tool order. */
 export function buildCatalog(config: ProfileConfig | undefined, outcomes: ReadonlyMap<string, ServerOutcome>, exclude?: (server: string) => boolean): TurnCatalog {
   const entries: { server: string; tool: Tool }[] = [];
+  const prompts: TurnPrompt[] = [];
+  const resources: TurnResource[] = [];
+  const resourceTemplates: TurnResourceTemplate[] = [];
   for (const name of enabledServers(config)) {
     const outcome = outcomes.get(name);
     if (outcome?.status !== 'ready' || exclude?.(name)) continue;
-    for (const tool of outcome.tools) entries.push({ server: name, tool });
+    const filter = config!.servers[name]!.toolFilter;
+    for (const tool of outcome.tools) if (toolAllowed(filter, tool.name)) entries.push({ server: name, tool });
+    for (const prompt of outcome.prompts) prompts.push({ ...prompt, server: name });
+    for (const resource of outcome.resources) resources.push({ ...resource, server: name });
+    for (const template of outcome.resourceTemplates ?? []) resourceTemplates.push({ ...template, server: name });
   }
   const names = assignToolNames(entries.map(({ server, tool }) => ({ server, tool: tool.name })));
   const routes = new Map<string, ToolRoute>();
@@ -182,10 +203,15 @@ export function buildCatalog(config: ProfileConfig | undefined, outcomes: Readon
       ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
       ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
     };
-    const route: ToolRoute = { server, tool: tool.name, ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }) };
+    const route: ToolRoute = {
+      server,
+      tool: tool.name,
+      ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+      ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+    };
     routes.set(name, route);
     byServerTool.set(serverToolKey(server, tool.name), route);
     return turnTool;
   });
-  return { tools: deepFreeze(tools), routes, byServerTool };
+  return { tools: deepFreeze(tools), prompts: deepFreeze(prompts), resources: deepFreeze(resources), resourceTemplates: deepFreeze(resourceTemplates), routes, byServerTool };
 }

@@ -3,13 +3,13 @@
  * ready when the caller's `maxWaitMs` ran out), the pending and failed servers, and a `callTool`
  * bound to that snapshot. Nothing discovered later changes a turn already returned.
  */
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ProfileConfig } from '../config/types.js';
 import { McpSupervisorError, isMcpSupervisorError } from '../errors.js';
 import type { SessionLayer } from './driver.js';
 import type { TurnCatalog } from './settlement.js';
 import { checkArguments } from './arguments.js';
-import type { CallOptions, ReadinessView, Turn } from './types.js';
+import type { CallOptions, ReadinessView, RequestOptions, Turn } from './types.js';
 
 /** A tool-call failure as the model sees it when `errorsAsResults` is set. */
 export function errorAsResult(error: McpSupervisorError): CallToolResult {
@@ -28,6 +28,39 @@ export async function withErrorsAsResults(options: CallOptions, call: () => Prom
     if (options.errorsAsResults && isMcpSupervisorError(error)) return errorAsResult(error);
     throw error;
   }
+}
+
+/** A resource URI: a non-empty string. @throws McpSupervisorError INVALID_ARGUMENTS */
+export function checkUri(uri: unknown, profile: string, server: string): string {
+  if (typeof uri !== 'string' || uri === '') {
+    throw new McpSupervisorError('INVALID_ARGUMENTS', `Expected a resource URI (a non-empty string) to read from "${server}", got ${typeof uri}`, { profile, server, retryable: false });
+  }
+  return uri;
+}
+
+/** A prompt name and its arguments (strings only, as MCP says). @throws McpSupervisorError INVALID_ARGUMENTS */
+export function checkPrompt(name: unknown, args: unknown, profile: string, server: string): { name: string; args?: Record<string, string> } {
+  const fail = (problem: string): McpSupervisorError => new McpSupervisorError('INVALID_ARGUMENTS', `The prompt request to "${server}" was not sent: ${problem}`, { profile, server, retryable: false });
+  if (typeof name !== 'string' || name === '') throw fail('expected a prompt name (a non-empty string)');
+  if (args === undefined) return { name };
+  if (typeof args !== 'object' || args === null || Array.isArray(args) || Object.getPrototypeOf(args) !== Object.prototype) throw fail('expected the arguments to be an object of strings');
+  for (const [key, value] of Object.entries(args)) if (typeof value !== 'string') throw fail(`argument \`${key}\` is not a string`);
+  return { name, args: { ...(args as Record<string, string>) } };
+}
+
+/** Routes a resource read or prompt fetch to the server as currently configured. */
+export function readFrom(
+  key: string,
+  config: ProfileConfig | undefined,
+  sessions: SessionLayer,
+  serverName: string,
+  request: { kind: 'resource'; uri: string; options: RequestOptions } | { kind: 'prompt'; name: string; args?: Record<string, string>; options: RequestOptions },
+): Promise<ReadResourceResult | GetPromptResult> {
+  const server = config && typeof serverName === 'string' && Object.hasOwn(config.servers, serverName) ? config.servers[serverName] : undefined;
+  if (!server || server.disabled) {
+    return Promise.reject(new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${String(serverName)}" is not configured in profile "${key}".`, { profile: key, server: String(serverName), retryable: false }));
+  }
+  return sessions.read({ ...request, key, server });
 }
 
 /**
@@ -53,6 +86,15 @@ export function createTurn(view: ReadinessView, catalog: TurnCatalog, currentCon
     pending: view.pending,
     failed: allFailed,
     waitTimedOut: view.waitTimedOut === true,
+    prompts: catalog.prompts,
+    resources: catalog.resources,
+    resourceTemplates: catalog.resourceTemplates,
+    readResource(server: string, uri: string, options: RequestOptions = {}): Promise<ReadResourceResult> {
+      return readFrom(view.key, currentConfig(), sessions, server, { kind: 'resource', uri: checkUri(uri, view.key, server), options }) as Promise<ReadResourceResult>;
+    },
+    getPrompt(server: string, name: string, args?: Record<string, string>, options: RequestOptions = {}): Promise<GetPromptResult> {
+      return readFrom(view.key, currentConfig(), sessions, server, { kind: 'prompt', ...checkPrompt(name, args, view.key, server), options }) as Promise<GetPromptResult>;
+    },
     callTool(name: string, args: Record<string, unknown> = {}, options: CallOptions = {}): Promise<CallToolResult> {
       return withErrorsAsResults(options, async () => {
         const route = catalog.routes.get(name);

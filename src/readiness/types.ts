@@ -1,7 +1,7 @@
 /**
  * Public shapes of the readiness layer: what `status()`, `ready()` and `beginTurn()` return.
  */
-import type { CallToolResult, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { SerializedError } from '../errors.js';
 import type { FailureKind, DiscoveryTimings } from '../discovery/types.js';
 
@@ -12,7 +12,20 @@ export type ReadinessStatus = 'idle' | 'pending' | 'ready' | 'degraded' | 'faile
 export type ServerView =
   | { status: 'pending' }
   | { status: 'disabled' }
-  | { status: 'ready'; tools: number; prompts: number; resources: number; timings: DiscoveryTimings; serverInfo?: { name: string; version: string } }
+  | {
+      status: 'ready';
+      /** Tools a turn offers (after the server's tool filter). */
+      tools: number;
+      /** Tools the server lists that its tool filter hides (absent when none). */
+      toolsHidden?: number;
+      prompts: number;
+      resources: number;
+      resourceTemplates: number;
+      timings: DiscoveryTimings;
+      serverInfo?: { name: string; version: string };
+      /** What the host should know although the server is ready (it asked for roots and got none…). */
+      warnings?: string[];
+    }
   | {
       /** The server demands authorization (401/403, or an OAuth flow waiting for the user). */
       status: 'auth_required';
@@ -74,6 +87,22 @@ export interface TurnTool {
   readonly annotations?: ToolAnnotations;
 }
 
+/** One prompt as a turn offers it: the server's prompt and the server it comes from. Deeply frozen. */
+export type TurnPrompt = Prompt & { readonly server: string };
+
+/** One resource as a turn offers it. Deeply frozen. */
+export type TurnResource = Resource & { readonly server: string };
+
+/** One resource template as a turn offers it. Deeply frozen. */
+export type TurnResourceTemplate = ResourceTemplate & { readonly server: string };
+
+/** Options of a resource read or a prompt fetch (supervised like a tool call). */
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** Overrides the server's `callTimeoutMs`. */
+  timeoutMs?: number;
+}
+
 /** Options of a tool call. */
 export interface CallOptions {
   /** Cancels the call (the server is sent `notifications/cancelled`). */
@@ -97,8 +126,18 @@ export interface Turn {
   /** Servers whose tools are missing from this turn, and why. */
   readonly failed: readonly { readonly server: string; readonly kind: FailureKind | 'parked'; readonly message: string }[];
   readonly waitTimedOut: boolean;
+  /** Prompts of the ready servers, each naming its server. */
+  readonly prompts: readonly TurnPrompt[];
+  /** Resources of the ready servers, each naming its server. */
+  readonly resources: readonly TurnResource[];
+  /** Resource templates of the ready servers, each naming its server. */
+  readonly resourceTemplates: readonly TurnResourceTemplate[];
   /** Calls a tool of this turn by its model-facing name. */
   callTool(name: string, args?: Record<string, unknown>, options?: CallOptions): Promise<CallToolResult>;
+  /** Reads a resource of a server of this turn (supervised; read-only, so replayed once after a death). */
+  readResource(server: string, uri: string, options?: RequestOptions): Promise<ReadResourceResult>;
+  /** Fetches a prompt of a server of this turn (supervised; read-only). */
+  getPrompt(server: string, name: string, args?: Record<string, string>, options?: RequestOptions): Promise<GetPromptResult>;
 }
 
 /** Options of `ready()` and `beginTurn()`. */

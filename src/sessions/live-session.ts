@@ -8,7 +8,7 @@
  * it carried, never the session.
  */
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../config/types.js';
 import type { ResumableSession } from '../discovery/types.js';
 import type { ClientSide } from '../connection/client-side.js';
@@ -46,8 +46,8 @@ export interface OpenOptions {
   onDeath(session: LiveSession, exit: ExitInfo | undefined): void;
   /** The HTTP server answered a request with 404/400 for this session: it no longer knows it. */
   onLost?(session: LiveSession): void;
-  /** The server sent `notifications/tools/list_changed`. */
-  onToolsChanged(session: LiveSession): void;
+  /** The server sent `notifications/{tools,prompts,resources}/list_changed`. */
+  onListChanged(session: LiveSession, kind: 'tools' | 'prompts' | 'resources'): void;
 }
 
 /** Where a session is in its life. */
@@ -148,10 +148,14 @@ export class LiveSession {
       onSessionLost: () => {
         if (session?.alive) options.onLost?.(session);
       },
-      configure: (client) =>
-        client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-          if (session?.alive) options.onToolsChanged(session);
-        }),
+      configure: (client) => {
+        const changed = (kind: 'tools' | 'prompts' | 'resources') => (): void => {
+          if (session?.alive) options.onListChanged(session, kind);
+        };
+        client.setNotificationHandler(ToolListChangedNotificationSchema, changed('tools'));
+        client.setNotificationHandler(PromptListChangedNotificationSchema, changed('prompts'));
+        client.setNotificationHandler(ResourceListChangedNotificationSchema, changed('resources'));
+      },
     });
     session = new LiveSession(options.id, connection, options.resume !== undefined);
     if (connection.exit) session.died(connection.exit, options);

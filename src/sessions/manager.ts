@@ -4,16 +4,16 @@
  * tells readiness which servers are parked (their tools leave new turns), adopts the HTTP
  * sessions discovery created, and shuts sessions down on reload and close.
  */
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ProfileConfig, ServerConfig } from '../config/types.js';
 import { serverFingerprint } from '../config/fingerprint.js';
 import type { Clock } from '../clock.js';
 import { McpSupervisorError, describeError } from '../errors.js';
 import type { ServerOutcome } from '../discovery/types.js';
 import type { EventSink } from '../events.js';
-import type { SessionLayer, ToolCallRequest } from '../readiness/driver.js';
+import type { ReadRequest, SessionLayer, ToolCallRequest } from '../readiness/driver.js';
 import type { ClientSide } from '../connection/client-side.js';
-import { type SessionOptions, type SupervisorEvents, type SupervisorStats, ServerSupervisor } from './supervisor.js';
+import { type CatalogLists, type SessionOptions, type SupervisorEvents, type SupervisorStats, ServerSupervisor } from './supervisor.js';
 
 interface Slot {
   supervisor: ServerSupervisor;
@@ -34,8 +34,8 @@ export interface SessionSides {
   readonly perProfile: boolean;
 }
 
-/** Where `tools/list_changed` refreshes go (readiness, for the next turn). */
-export type ToolsChangedSink = (key: string, server: string, tools: Tool[]) => void;
+/** Where `list_changed` refreshes go (readiness, for the next turn). */
+export type ListsChangedSink = (key: string, server: string, lists: CatalogLists) => void;
 
 /** Supervisors of every profile's servers. */
 export class SessionManager implements SessionLayer {
@@ -47,7 +47,7 @@ export class SessionManager implements SessionLayer {
     private readonly options: SessionOptions,
     private readonly clock: Clock,
     private readonly events: EventSink<SupervisorEvents>,
-    private readonly toolsChanged: ToolsChangedSink,
+    private readonly listsChanged: ListsChangedSink,
     private readonly sides: SessionSides,
     private readonly random: () => number = Math.random,
   ) {}
@@ -83,8 +83,8 @@ export class SessionManager implements SessionLayer {
           exclusionChanged: () => {
             this.version++;
           },
-          toolsChanged: (tools) => {
-            for (const profile of keys) this.toolsChanged(profile, server.name, tools);
+          listsChanged: (lists) => {
+            for (const profile of keys) this.listsChanged(profile, server.name, lists);
           },
           // A shared slot only exists when sides are the same for every profile.
           side: () => this.sides.sideFor(key, server),
@@ -110,6 +110,21 @@ export class SessionManager implements SessionLayer {
   /** Routes a call to its supervisor. */
   callTool(request: ToolCallRequest): Promise<CallToolResult> {
     return this.supervisorFor(request.key, request.server).call(request.route, request.args, request.options);
+  }
+
+  /** Routes a resource read or prompt fetch to its supervisor. */
+  read(request: ReadRequest): Promise<ReadResourceResult | GetPromptResult> {
+    const supervisor = this.supervisorFor(request.key, request.server);
+    return request.kind === 'resource' ? supervisor.readResource(request.uri, request.options) : supervisor.getPrompt(request.name, request.args, request.options);
+  }
+
+  /**
+   * Tells the live sessions of a profile that its roots changed (`notifications/roots/list_changed`);
+   * servers then ask `roots/list` again. Resolves to how many were told.
+   */
+  async rootsChanged(key: string): Promise<number> {
+    const told = await Promise.all([...this.slots.values()].filter((slot) => slot.keys.has(key)).map((slot) => slot.supervisor.notifyRootsChanged()));
+    return told.filter(Boolean).length;
   }
 
   /** Parked servers leave new turns. */

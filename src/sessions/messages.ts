@@ -183,3 +183,9 @@ export function notMcpAnswer(subject: CallSubject, what: string): McpSupervisorE
   const text = `The MCP server "${subject.server}" did not answer as an MCP server (${what}), so "${subject.tool}" was not run. Its URL may point at a login page or a proxy.`;
   return new McpSupervisorError('PROTOCOL_ERROR', text, { ...base(subject), modelText: text, retryable: false });
 }
+
+/** The tool ran, but its structured result breaks its declared output schema. */
+export function invalidResult(subject: CallSubject, problem: string): McpSupervisorError {
+  const text = `The tool "${subject.tool}" on MCP server "${subject.server}" ran, but ${problem}. Its result was not used; calling it again will likely give the same result.`;
+  return new McpSupervisorError('PROTOCOL_ERROR', text, { ...base(subject, { invalidResult: true }), modelText: text, retryable: false });
+}

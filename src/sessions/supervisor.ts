@@ -18,8 +18,20 @@
  *   session is initialised and the call retried once; 401 → AUTH_REQUIRED;
  * - an exited or unreachable server is never reported as a timeout.
  */
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { CallToolResultSchema, ErrorCode, ListToolsResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  ErrorCode,
+  ListPromptsResultSchema,
+  ListResourceTemplatesResultSchema,
+  ListResourcesResultSchema,
+  ListToolsResultSchema,
+  McpError,
+  type Prompt,
+  type Resource,
+  type ResourceTemplate,
+} from '@modelcontextprotocol/sdk/types.js';
+import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_SCHEMA_DEPTH, nestsDeeperThan } from '../connection/limits.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import PQueue from 'p-queue';
 import type { ServerConfig } from '../config/types.js';
@@ -32,7 +44,8 @@ import { NotMcpAnswerError, RESPONSE_LOST_CODE } from '../connection/http-transp
 import { listAllPages } from '../discovery/server-discovery.js';
 import type { ResumableSession, ServerFailure } from '../discovery/types.js';
 import type { ToolRoute } from '../readiness/settlement.js';
-import type { CallOptions } from '../readiness/types.js';
+import type { CallOptions, RequestOptions } from '../readiness/types.js';
+import { checkStructuredResult } from './output-validation.js';
 import { backoffDelay } from './backoff.js';
 import { type BreakerOptions, CircuitBreaker } from './breaker.js';
 import { type ErrorClass, type FailReason, decide } from './call-policy.js';
@@ -67,6 +80,10 @@ export interface SessionOptions {
   listChangedDebounceMs: number;
   /** The largest message accepted from a server (bytes). Default 10 MB. */
   maxMessageBytes?: number;
+  /** Most items of one list a refresh may bring (over it, the old list stays). */
+  maxCatalogItems?: number;
+  /** Deepest schema a refreshed tool may have (over it, the old list stays). */
+  maxSchemaDepth?: number;
   /** The host's lifeline marker, added to every spawned server's environment. */
   markerEnv?: Readonly<Record<string, string>>;
   breaker: BreakerOptions;
@@ -104,12 +121,40 @@ export interface SupervisorContext {
   emit<Name extends keyof SupervisorEvents>(event: Name, payload: SupervisorEvents[Name]): void;
   /** Parked/revived: turns must be rebuilt. */
   exclusionChanged(): void;
-  /** The server's tool list changed (after `tools/list_changed`). */
-  toolsChanged(tools: Tool[]): void;
+  /** The server re-listed a kind after its `list_changed` (for the next turn). */
+  listsChanged(lists: CatalogLists): void;
   /** The client side this server's sessions connect as (capabilities, handlers, OAuth). */
   side(): ClientSide;
   /** The authorization URL of a pending OAuth code flow of this server, if any. */
   pendingAuthorization?(): string | undefined;
+}
+
+/** The kinds of list a server announces changes of. */
+export type ListKind = 'tools' | 'prompts' | 'resources';
+
+/** A re-listed part of a server's catalogue. */
+export interface CatalogLists {
+  tools?: Tool[];
+  prompts?: Prompt[];
+  resources?: Resource[];
+  resourceTemplates?: ResourceTemplate[];
+}
+
+function withinLimits(lists: CatalogLists, maxItems: number, maxDepth: number): boolean {
+  for (const items of [lists.tools, lists.prompts, lists.resources, lists.resourceTemplates]) if (items && items.length > maxItems) return false;
+  return !(lists.tools ?? []).some((tool) => nestsDeeperThan(tool.inputSchema, maxDepth) || nestsDeeperThan(tool.outputSchema, maxDepth));
+}
+
+/** What a supervised request does. */
+export type Operation =
+  | { kind: 'tool'; route: ToolRoute; args: Record<string, unknown> }
+  | { kind: 'resource'; uri: string }
+  | { kind: 'prompt'; name: string; args?: Record<string, string> };
+
+/** How errors name a request: the tool, or what was read or fetched. */
+function labelOf(op: Operation): string {
+  if (op.kind === 'tool') return op.route.tool;
+  return op.kind === 'resource' ? `resources/read ${op.uri}` : `prompts/get ${op.name}`;
 }
 
 /** What an attempt's error tells by itself; delivery and liveness tell the rest. */
@@ -166,8 +211,11 @@ export class ServerSupervisor {
   /** DELETEs of unused discovery sessions still under way (awaited by `close()`). */
   private readonly discarding = new Set<Promise<void>>();
   private probeTimer: TimerHandle | undefined;
-  private listChangedTimer: TimerHandle | undefined;
-  private listRefresh: Promise<void> | undefined;
+  private readonly refreshes: Record<ListKind, { timer: TimerHandle | undefined; running: Promise<void> | undefined; again: boolean }> = {
+    tools: { timer: undefined, running: undefined, again: false },
+    prompts: { timer: undefined, running: undefined, again: false },
+    resources: { timer: undefined, running: undefined, again: false },
+  };
   private resumable: ResumableSession | undefined;
   /** Set when parked, so the next session counts as a revival. */
   private parkedBefore = false;
@@ -336,7 +384,7 @@ export class ServerSupervisor {
         ...(resume ? { resume } : {}),
         onDeath: (session, exit) => this.onSessionDeath(session, exit),
         onLost: (session) => this.dropSession(session),
-        onToolsChanged: () => this.scheduleToolRefresh(),
+        onListChanged: (_session, kind) => this.scheduleRefresh(kind),
       });
     } finally {
       this.closing.signal.removeEventListener('abort', onClose);
@@ -448,9 +496,24 @@ export class ServerSupervisor {
   // ------------------------------------------------------------------ calls
 
   /** Calls a tool through the supervisor. Throws McpSupervisorError (never a raw SDK error). */
-  async call(route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
-    const subject = this.subject(route.tool);
-    if (this.state.kind === 'closed') throw this.closedError(subject, route, false);
+  call(route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+    return this.request<CallToolResult>({ kind: 'tool', route, args }, options);
+  }
+
+  /** Reads a resource, supervised like a tool call (read-only: replayed once after a death). */
+  readResource(uri: string, options: RequestOptions): Promise<ReadResourceResult> {
+    return this.request<ReadResourceResult>({ kind: 'resource', uri }, options);
+  }
+
+  /** Fetches a prompt, supervised like a tool call (read-only). */
+  getPrompt(name: string, args: Record<string, string> | undefined, options: RequestOptions): Promise<GetPromptResult> {
+    return this.request<GetPromptResult>({ kind: 'prompt', name, ...(args === undefined ? {} : { args }) }, options);
+  }
+
+  /** The gate every supervised request passes: closed, cancelled, breaker, parked; then the queue. */
+  private async request<T>(op: Operation, options: CallOptions): Promise<T> {
+    const subject = this.subject(labelOf(op));
+    if (this.state.kind === 'closed') throw this.closedError(subject, op, false);
     if (options.signal?.aborted) throw messages.callCancelled(subject);
     const admission = this.breaker.admit();
     if (!admission.allowed) throw messages.breakerOpen(subject, this.context.options.breaker.failureThreshold, admission.probeAt, this.context.clock.now());
@@ -465,19 +528,19 @@ export class ServerSupervisor {
     }
     this.counters.calls++;
     try {
-      return await this.queue.add(() => this.callAdmitted(route, args, options, admission.probe));
+      return (await this.queue.add(() => this.admitted(op, options, admission.probe))) as T;
     } catch (error) {
       if (isMcpSupervisorError(error)) throw error;
       throw messages.protocolError(subject, error instanceof Error ? error.message : String(error));
     }
   }
 
-  private async callAdmitted(route: ToolRoute, args: Record<string, unknown>, options: CallOptions, probe: boolean): Promise<CallToolResult> {
-    const subject = this.subject(route.tool);
+  private async admitted(op: Operation, options: CallOptions, probe: boolean): Promise<unknown> {
+    const subject = this.subject(labelOf(op));
     let verdictPending = probe;
     try {
       // Queued behind other calls while the host closed: never start anything now.
-      if (this.isClosed()) throw this.closedError(subject, route, false);
+      if (this.isClosed()) throw this.closedError(subject, op, false);
       if (options.signal?.aborted) throw messages.callCancelled(subject);
       let session = this.liveSession();
       if (!session) {
@@ -490,7 +553,7 @@ export class ServerSupervisor {
         }
         session = await this.freshSession(subject, options.signal);
       }
-      return await this.attempt(session, route, args, options);
+      return await this.attempt(session, op, options);
     } finally {
       // A probe that ended without a verdict (cancelled, rejected by the server, host closed)
       // frees the half-open slot; otherwise the breaker would wait for a verdict forever.
@@ -503,18 +566,18 @@ export class ServerSupervisor {
    * recorded: resend what provably never ran, replay once what may have run and is safe to
    * repeat, and otherwise fail with an error that says which of the two it was.
    */
-  private async attempt(first: LiveSession, route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
-    const subject = this.subject(route.tool);
+  private async attempt(first: LiveSession, op: Operation, options: CallOptions): Promise<unknown> {
+    const subject = this.subject(labelOf(op));
     let session = first;
     let resent = false;
     let replayed = false;
     for (;;) {
-      const { promise, delivery } = trackDelivery(() => this.invoke(session, route, args, options));
+      const { promise, delivery } = trackDelivery(() => this.invoke(session, op, options));
       try {
         return await promise;
       } catch (error) {
         if (isMcpSupervisorError(error)) throw error;
-        if (this.isClosed()) throw this.closedError(subject, route, mayHaveRun(delivery));
+        if (this.isClosed()) throw this.closedError(subject, op, mayHaveRun(delivery));
         const tooLarge = delivery.tooLarge ?? session.connection.tooLarge;
         if (tooLarge !== undefined) {
           this.breaker.recordFailure();
@@ -528,7 +591,7 @@ export class ServerSupervisor {
           exited,
           resent,
           replayed,
-          replayable: this.isReplayable(route),
+          replayable: this.isReplayable(op),
         } as const;
         const verdict = decide(facts);
         if (verdict.action === 'fail') throw this.failure(verdict.reason, session, error, delivery, subject, options);
@@ -542,9 +605,10 @@ export class ServerSupervisor {
           this.counters.replays++;
           replayed = true;
         } else resent = true;
-        // A session the server lost meanwhile (dropped by another request's 404) is not reused either.
+        // A session the server lost meanwhile (dropped by another request's 404) is not reused
+        // either; a stdio session whose pipe broke is dead even if its exit is not observed yet.
         if (verdict.freshSession || !session.alive) {
-          if (this.server.transport !== 'stdio') this.dropSession(session);
+          this.dropSession(session);
           session = await this.freshSession(subject, options.signal, session);
         }
       }
@@ -559,12 +623,18 @@ export class ServerSupervisor {
 
   /** An HTTP session the server no longer knows: never used again; the next one counts as a re-initialisation. */
   private dropSession(session: LiveSession): void {
-    const wasAlive = session.alive;
-    session.abandon();
     if (this.state.kind === 'ready' && this.state.session === session) {
       this.state = { kind: 'idle' };
-      this.httpSessionLost = true;
+      if (this.server.transport !== 'stdio') this.httpSessionLost = true;
     }
+    if (this.server.transport === 'stdio') {
+      // Its pipe broke: the process is dying or useless. Killed, but its exit is left to report
+      // itself (server:exited, the exit code for messages), as any other death.
+      if (session.alive) void session.connection.kill();
+      return;
+    }
+    const wasAlive = session.alive;
+    session.abandon();
     if (wasAlive) this.context.emit('server:disconnected', { server: this.server.name, profiles: this.context.profiles() });
     if (this.retiring.has(session)) return;
     this.retiring.add(session);
@@ -605,26 +675,39 @@ export class ServerSupervisor {
     throw messages.serverUnavailable(subject, result.failure);
   }
 
-  private async invoke(session: LiveSession, route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+  private async invoke(session: LiveSession, op: Operation, options: CallOptions): Promise<unknown> {
     const timeoutMs = options.timeoutMs ?? this.server.callTimeoutMs ?? this.context.options.callTimeoutMs;
-    const result = (await session.client.callTool({ name: route.tool, arguments: args }, CallToolResultSchema, {
+    const requestOptions = {
       timeout: timeoutMs,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onProgress ? { onprogress: options.onProgress, resetTimeoutOnProgress: false } : {}),
-    })) as CallToolResult;
+    };
+    const client = session.client;
+    if (op.kind === 'resource') return this.succeeded(await client.readResource({ uri: op.uri }, requestOptions));
+    if (op.kind === 'prompt') return this.succeeded(await client.getPrompt({ name: op.name, ...(op.args === undefined ? {} : { arguments: op.args }) }, requestOptions));
+    // The SDK's callTool would validate output only for tools it listed itself (it never does here):
+    // the check is ours, with the schema from discovery, compiled once per tool on first use.
+    const result = (await client.request({ method: 'tools/call', params: { name: op.route.tool, arguments: op.args } }, CallToolResultSchema, requestOptions)) as CallToolResult;
     if (result.isError && this.context.options.countToolErrors) this.breaker.recordFailure();
-    else {
-      this.breaker.recordSuccess();
-      this.proven();
-    }
+    else this.succeeded(result);
+    checkStructuredResult(op.route, result, this.subject(op.route.tool));
     return result;
   }
 
-  private isReplayable(route: ToolRoute): boolean {
+  /** A request answered: the session is proven and the breaker hears of a success. */
+  private succeeded<T>(result: T): T {
+    this.breaker.recordSuccess();
+    this.proven();
+    return result;
+  }
+
+  private isReplayable(op: Operation): boolean {
     const replay = this.context.options.replay;
     if (replay === 'always') return true;
     if (replay === 'never') return false;
-    return route.annotations?.readOnlyHint === true || route.annotations?.idempotentHint === true;
+    // Reading a resource or fetching a prompt changes nothing: both are read-only by nature.
+    if (op.kind !== 'tool') return true;
+    return op.route.annotations?.readOnlyHint === true || op.route.annotations?.idempotentHint === true;
   }
 
   /** AUTH_REQUIRED, with the authorization URL when a code flow is waiting for the user. */
@@ -669,30 +752,79 @@ export class ServerSupervisor {
     }
   }
 
-  // ------------------------------------------------------------------ tools/list_changed
+  /** Sends `notifications/roots/list_changed` on the live session, if any; true when sent. */
+  async notifyRootsChanged(): Promise<boolean> {
+    const session = this.liveSession();
+    if (!session) return false;
+    try {
+      await session.client.sendRootsListChanged();
+      return true;
+    } catch {
+      return false;
+    }
+  }
 
-  private scheduleToolRefresh(): void {
-    this.context.clock.clearTimeout(this.listChangedTimer);
-    this.listChangedTimer = this.context.clock.setTimeout(() => {
-      this.listChangedTimer = undefined;
-      if (this.listRefresh) return;
-      this.listRefresh = this.refreshTools().finally(() => {
-        this.listRefresh = undefined;
+  // ------------------------------------------------------------------ list_changed
+
+  /**
+   * A `…/list_changed` notification: re-list that kind after a debounce, one refresh at a time; a
+   * notification that arrives while a refresh runs makes it run once more afterwards (it may have
+   * listed before the change).
+   */
+  private scheduleRefresh(kind: ListKind): void {
+    const refresh = this.refreshes[kind];
+    this.context.clock.clearTimeout(refresh.timer);
+    refresh.timer = this.context.clock.setTimeout(() => {
+      refresh.timer = undefined;
+      if (refresh.running) {
+        refresh.again = true;
+        return;
+      }
+      refresh.running = this.relist(kind).finally(() => {
+        refresh.running = undefined;
+        if (refresh.again) {
+          refresh.again = false;
+          this.scheduleRefresh(kind);
+        }
       });
     }, this.context.options.listChangedDebounceMs);
   }
 
-  private async refreshTools(): Promise<void> {
+  private async relist(kind: ListKind): Promise<void> {
     const session = this.liveSession();
     if (!session) return;
+    const options = { timeout: this.context.options.callTimeoutMs };
+    const client = session.client;
     try {
-      const tools = await listAllPages<Tool>('tools/list', async (cursor) => {
-        const result = await session.client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, {
-          timeout: this.context.options.callTimeoutMs,
+      let lists: CatalogLists;
+      if (kind === 'tools') {
+        lists = {
+          tools: await listAllPages<Tool>('tools/list', async (cursor) => {
+            const result = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, options);
+            return { items: result.tools, nextCursor: result.nextCursor };
+          }),
+        };
+      } else if (kind === 'prompts') {
+        lists = {
+          prompts: await listAllPages<Prompt>('prompts/list', async (cursor) => {
+            const result = await client.request({ method: 'prompts/list', params: cursor === undefined ? {} : { cursor } }, ListPromptsResultSchema, options);
+            return { items: result.prompts, nextCursor: result.nextCursor };
+          }),
+        };
+      } else {
+        const resources = await listAllPages<Resource>('resources/list', async (cursor) => {
+          const result = await client.request({ method: 'resources/list', params: cursor === undefined ? {} : { cursor } }, ListResourcesResultSchema, options);
+          return { items: result.resources, nextCursor: result.nextCursor };
         });
-        return { items: result.tools, nextCursor: result.nextCursor };
-      });
-      if (this.state.kind !== 'closed') this.context.toolsChanged(tools);
+        const resourceTemplates = await listAllPages<ResourceTemplate>('resources/templates/list', async (cursor) => {
+          const result = await client.request({ method: 'resources/templates/list', params: cursor === undefined ? {} : { cursor } }, ListResourceTemplatesResultSchema, options);
+          return { items: result.resourceTemplates, nextCursor: result.nextCursor };
+        }).catch(() => undefined);
+        lists = { resources, ...(resourceTemplates === undefined ? {} : { resourceTemplates }) };
+      }
+      // The limits discovery applies hold for a refreshed list too: over them, the old list stays.
+      if (!withinLimits(lists, this.context.options.maxCatalogItems ?? DEFAULT_MAX_CATALOG_ITEMS, this.context.options.maxSchemaDepth ?? DEFAULT_MAX_SCHEMA_DEPTH)) return;
+      if (this.state.kind !== 'closed') this.context.listsChanged(lists);
     } catch {
       // The next notification or discovery will try again; a failed refresh keeps the old list.
     }
@@ -724,9 +856,9 @@ export class ServerSupervisor {
    * sent gets RECONNECTING (retry it), one that was running gets OUTCOME_UNCERTAIN unless it is
    * safe to repeat.
    */
-  private closedError(subject: messages.CallSubject, route: ToolRoute | undefined, inFlight: boolean): McpSupervisorError {
+  private closedError(subject: messages.CallSubject, op: Operation | undefined, inFlight: boolean): McpSupervisorError {
     if (this.closeReason === 'host') return messages.hostClosed(subject, inFlight);
-    if (inFlight && route && !this.isReplayable(route)) return messages.outcomeUncertain(subject, { what: 'was restarted by a reload of its profile' });
+    if (inFlight && op && !this.isReplayable(op)) return messages.outcomeUncertain(subject, { what: 'was restarted by a reload of its profile' });
     return messages.reloading(subject, inFlight);
   }
 
@@ -746,7 +878,7 @@ export class ServerSupervisor {
     const session = this.liveSession() ?? (this.state.kind === 'ready' ? this.state.session : undefined);
     this.state = { kind: 'closed' };
     this.context.clock.clearTimeout(this.probeTimer);
-    this.context.clock.clearTimeout(this.listChangedTimer);
+    for (const refresh of Object.values(this.refreshes)) this.context.clock.clearTimeout(refresh.timer);
     this.wake.abort();
     this.closing.abort(new Error('the host is closing'));
     this.settleWaiters({ kind: 'closed' });

@@ -87,6 +87,7 @@ export class ScriptedDriver implements DiscoveryDriver {
       tools: tools.map((name) => ({ name, inputSchema: { type: 'object' } })),
       prompts: [],
       resources: [],
+      resourceTemplates: [],
       timings: { totalMs: 1 },
     });
   }
@@ -165,6 +166,10 @@ export class FakeSessions implements SessionLayer {
 
   callTool(_request: ToolCallRequest): Promise<CallToolResult> {
     return Promise.resolve({ content: [{ type: 'text', text: 'ok' }] });
+  }
+
+  read(): Promise<never> {
+    return Promise.reject(new Error('FakeSessions does not read resources or prompts'));
   }
 
   isExcluded(): boolean {

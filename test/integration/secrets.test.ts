@@ -27,6 +27,7 @@ const ALL_EVENTS: Record<keyof HostEvents, true> = {
   'discovery:retired': true,
   'reload:start': true,
   'tools:changed': true,
+  'catalog:changed': true,
   'reload:done': true,
   'server:connected': true,
   'server:exited': true,
@@ -38,6 +39,7 @@ const ALL_EVENTS: Record<keyof HostEvents, true> = {
   'breaker:half-open': true,
   'breaker:closed': true,
   'server:auth-required': true,
+  'server:log': true,
 };
 
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex');

@@ -196,7 +196,7 @@ export function directSupervisor(t: ExecutionContext, entry: unknown, clock: Clo
     profiles: () => ['direct'],
     emit: (event, payload) => events.emit(event, payload),
     exclusionChanged: () => undefined,
-    toolsChanged: () => undefined,
+    listsChanged: () => undefined,
     side: () => ({ info: DEFAULT_CLIENT_INFO, capabilities: {} }),
   });
   t.teardown(() => supervisor.close());

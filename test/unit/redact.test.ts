@@ -308,6 +308,7 @@ test('buildView and turns: failure message, stderr tail and the view error are s
   t.true(Object.isFrozen(view.error));
   const sessions: SessionLayer = {
     callTool: () => Promise.reject(new Error('not called')),
+    read: () => Promise.reject(new Error('not called')),
     isExcluded: () => false,
     exclusionVersion: () => 0,
     published: () => undefined,
@@ -315,7 +316,7 @@ test('buildView and turns: failure message, stderr tail and the view error are s
     shutdownProfile: () => Promise.resolve(),
     close: () => Promise.resolve(),
   };
-  const catalog: TurnCatalog = { tools: [], routes: new Map(), byServerTool: new Map() };
+  const catalog: TurnCatalog = { tools: [], prompts: [], resources: [], resourceTemplates: [], routes: new Map(), byServerTool: new Map() };
   const turn = createTurn(view, catalog, () => config, sessions);
   t.deepEqual(turn.failed.map((failed) => [failed.server, failed.kind]), [['ex', 'exited'], ['api', 'refused']]);
   t.false(JSON.stringify(turn.failed).includes(secret));
