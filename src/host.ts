@@ -12,6 +12,7 @@ import { type AuthProviderFactory, AuthRegistry, type AuthRequiredEvent } from '
 import { DEFAULT_CLIENT_INFO } from './client/info.js';
 import { type ClientOptions, ClientSides, type ResolvedClientOptions } from './client/sides.js';
 import { LogGate, type ServerLogEvent } from './client/logs.js';
+import { outputValidationStats } from './sessions/output-validation.js';
 import { type Environment } from './config/expand.js';
 import { scrubDeep } from './config/redact.js';
 import { Lifeline } from './process/lifeline.js';
@@ -118,6 +119,10 @@ export interface HostStats {
   profiles: number;
   discovery: DiscoveryStats;
   sessions: SupervisorStats[];
+  /** Output schemas compiled for result validation (lazily, on a tool's first call), process-wide. */
+  outputSchemas: { compiled: number; uncompilable: number };
+  /** Server log lines dropped by the per-server rate bound. */
+  logsDropped: number;
 }
 
 /** A running host. */
@@ -480,7 +485,13 @@ export function createHost(options: HostOptions = {}): Host {
       }
     },
     stats(): HostStats {
-      return scrubDeep({ profiles: readiness.keys().length, discovery: driver.stats(), sessions: sessions.stats() });
+      return scrubDeep({
+        profiles: readiness.keys().length,
+        discovery: driver.stats(),
+        sessions: sessions.stats(),
+        outputSchemas: outputValidationStats(),
+        logsDropped: logs.dropped,
+      });
     },
     on(event, listener) {
       return events.on(event, listener);

@@ -3,12 +3,18 @@
  * the way a host would, shows progress per server as it settles, then a table. Exit code 0 when
  * every enabled server is ready, 1 when one is not (or `--call` failed), 2 for bad input.
  *
+ * A ready server is not always a usable one: the doctor declares the roots capability (with the
+ * directories given by `--root`, none by default), so a server that needs roots asks for them —
+ * and one that asked and got none is reported as a warning, not as a clean "ready" (its tools
+ * would refuse every path). Tools a server's filter hides are counted in the table.
+ *
  * Everything it writes (progress lines, the table, `--json`, error messages, a `--call` result)
  * passes through the scrubber of `config/redact.ts` on its way out: the configs it loaded
  * registered their secrets, so no env or header value, URL password or secret query value is ever
  * printed, even when a server echoed it.
  */
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { loadProfileFile } from '../config/load.js';
 import { scrubDeep, scrubText } from '../config/redact.js';
 import type { ProfileConfig } from '../config/types.js';
@@ -26,6 +32,8 @@ export interface DoctorArgs {
   timeoutMs: number | undefined;
   /** `server/tool` and its JSON arguments. */
   call: { server: string; tool: string; args: Record<string, unknown> } | undefined;
+  /** Directories offered to servers as roots (`--root DIR`, repeatable). */
+  roots: string[];
 }
 
 /** Where the doctor writes. */
@@ -42,7 +50,7 @@ export class UsageError extends Error {
 
 /** Parses `doctor` arguments. @throws UsageError naming the bad argument */
 export function parseDoctorArgs(argv: readonly string[]): DoctorArgs {
-  const args: DoctorArgs = { profiles: [], json: false, timeoutMs: undefined, call: undefined };
+  const args: DoctorArgs = { profiles: [], json: false, timeoutMs: undefined, call: undefined, roots: [] };
   const names = new Set<string>();
   const addProfile = (name: string, file: string): void => {
     if (names.has(name)) throw new UsageError(`profile name "${name}" is used twice; name one of them with --profile name=path`);
@@ -62,6 +70,10 @@ export function parseDoctorArgs(argv: readonly string[]): DoctorArgs {
       const ms = Number(raw);
       if (!Number.isInteger(ms) || ms <= 0) throw new UsageError(`--timeout expects a positive integer (ms), got \`${raw}\``);
       args.timeoutMs = ms;
+    } else if (arg === '--root') {
+      const dir = argv[++index];
+      if (dir === undefined || dir.startsWith('--')) throw new UsageError('--root expects a directory');
+      args.roots.push(path.resolve(dir));
     } else if (arg === '--profile') {
       const raw = value();
       const at = raw.indexOf('=');
@@ -120,6 +132,7 @@ export async function runDoctor(args: DoctorArgs, rawOutput: Output): Promise<nu
   const host = createHost({
     profiles: Object.fromEntries(configs),
     env,
+    client: { roots: args.roots.map((dir) => ({ uri: pathToFileURL(dir).href, name: path.basename(dir) || dir })) },
     ...(args.timeoutMs === undefined ? {} : { discovery: { connectTimeoutMs: args.timeoutMs } }),
   });
   try {
@@ -148,6 +161,7 @@ export async function runDoctor(args: DoctorArgs, rawOutput: Output): Promise<nu
 export async function collect(host: ReturnType<typeof createHost>, names: string[], configs: Map<string, ProfileConfig>): Promise<DoctorReport> {
   const views = await Promise.all(names.map((name) => host.ready(name)));
   const rows = views.flatMap((view, index) => rowsFor(names[index]!, configs.get(names[index]!), view));
+  // A warning is not ready: a server that cannot do its job must not pass the doctor.
   const allReady = rows.every((row) => row.status === 'ready' || row.status === 'disabled');
   return { rows, allReady };
 }

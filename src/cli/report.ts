@@ -15,6 +15,8 @@ export interface ServerRow {
   transport: string;
   status: string;
   tools: number | null;
+  /** Tools the server's tool filter hides (absent when none). */
+  toolsHidden?: number;
   connectMs: number | null;
   kind: string | null;
   message: string | null;
@@ -28,7 +30,17 @@ export function rowsFor(profile: string, config: ProfileConfig | undefined, view
   return Object.entries(view.servers).map(([server, state]) => {
     const transport = config?.servers[server]?.transport ?? '?';
     if (state.status === 'ready') {
-      return { profile, server, transport, status: 'ready', tools: state.tools, connectMs: Math.round(state.timings.connectMs ?? state.timings.totalMs), kind: null, message: null };
+      const connectMs = Math.round(state.timings.connectMs ?? state.timings.totalMs);
+      const hidden = state.toolsHidden === undefined ? {} : { toolsHidden: state.toolsHidden };
+      // Ready but useless is the worst status a doctor can give: a warning says why instead.
+      if (state.warnings && state.warnings.length > 0) {
+        return { profile, server, transport, status: 'warning', tools: state.tools, ...hidden, connectMs, kind: 'warning', message: scrubText(state.warnings.join('; ')) };
+      }
+      return { profile, server, transport, status: 'ready', tools: state.tools, ...hidden, connectMs, kind: null, message: null };
+    }
+    if (state.status === 'auth_required') {
+      const message = state.authorizationUrl ? `${state.message}; authorize at ${state.authorizationUrl}` : state.message;
+      return { profile, server, transport, status: 'auth_required', tools: null, connectMs: null, kind: 'auth', message: scrubText(message) };
     }
     if (state.status === 'failed') {
       const detail = state.kind === 'exited' && state.stderrTail ? `${state.message}; stderr: ${state.stderrTail.split('\n').slice(-2).join(' | ')}` : state.message;
@@ -50,7 +62,7 @@ export function renderTable(rows: readonly ServerRow[]): string {
     scrubText(row.server),
     row.transport,
     row.status,
-    row.tools === null ? '-' : String(row.tools),
+    row.tools === null ? '-' : row.toolsHidden ? `${row.tools} (+${row.toolsHidden} hidden)` : String(row.tools),
     row.connectMs === null ? '-' : `${row.connectMs} ms`,
     row.kind ?? '-',
     truncate(scrubText(row.message ?? ''), 160),

@@ -8,14 +8,20 @@
  * `gw.isCurrentSession(id)` is false, before looking the session up. After `gw.bump()` every
  * client then gets the 404 the spec tells it to re-initialise on, even when old transports are
  * still in the host's table (or in a table shared by several replicas).
+ *
+ * With a `coordinator` (e.g. `redisCoordinator` from `mcp-supervisor/redis`) the epoch and the
+ * ledger are the fleet's: a bind recorded on one replica is seen by all, and `bump()` on any
+ * replica moves every one of them. Without it (the default) everything stays in this process.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { systemClock, type Clock } from './clock.js';
 import { epochOfSession, mintSessionId, newEpochId } from './epoch.js';
 import { BindLedger, type BindStatus, type ProbeRequest, type ProbeStatus, type WriteOrigin } from './ledger.js';
 import { ToolBinder, type Attachment, type AttachOptions, type IdentifyAgent } from './attach.js';
+import type { GatewayCoordinator } from './fleet.js';
 import { MemoryBindStore, type BindStore } from './store.js';
 import { isFunction } from './validate.js';
+import { McpSupervisorError } from '../errors.js';
 
 /** Options of {@link createGateway}. */
 export interface GatewayOptions {
@@ -32,6 +38,11 @@ export interface GatewayOptions {
   newEpoch?: () => string;
   /** Receives failures that are deliberately not thrown (store errors, a throwing resolver). */
   onError?: (error: unknown, context: string) => void;
+  /**
+   * Shares the epoch and the ledger with the other replicas of a fleet (see `docs/fleet.md`).
+   * Takes the place of `store` and `newEpoch`, which must then be absent.
+   */
+  coordinator?: GatewayCoordinator;
 }
 
 /** One gateway; see the module comment. */
@@ -41,7 +52,8 @@ export interface Gateway {
   /**
    * Starts a new epoch (call it on every gateway build or restart): every agent is unbound at
    * once and sessions of older epochs stop being current. Resolves to the new epoch once the
-   * old ledgers are purged; never rejects.
+   * old ledgers are purged; never rejects in a single process. With a `coordinator` it moves the
+   * whole fleet, and rejects (nothing changed) when the fleet's store cannot be reached.
    */
   bump(): Promise<string>;
   /**
@@ -77,7 +89,23 @@ export function createGateway(options: GatewayOptions): Gateway {
   const onError = options.onError ?? (() => {});
   const newEpoch = options.newEpoch ?? (() => newEpochId(clock.now()));
   isFunction('newEpoch', newEpoch);
-  const ledger = new BindLedger({ store: options.store ?? new MemoryBindStore(), clock, newEpoch, onError });
+  const fleet = options.coordinator;
+  if (fleet !== undefined) {
+    if (typeof fleet !== 'object' || fleet === null || typeof fleet.epochs !== 'object' || typeof fleet.store !== 'object') {
+      throw new McpSupervisorError('INVALID_CONFIG', `Expected \`coordinator\` to be a fleet coordinator (with \`epochs\` and \`store\`), got \`${String(fleet)}\` (${typeof fleet})`);
+    }
+    // Either would silently fork this replica from the fleet.
+    if (options.store !== undefined || options.newEpoch !== undefined) {
+      throw new McpSupervisorError('INVALID_CONFIG', 'Expected either `coordinator` or `store`/`newEpoch`, got both: a coordinator brings the fleet\'s store and epoch');
+    }
+  }
+  const ledger = new BindLedger({
+    store: fleet?.store ?? options.store ?? new MemoryBindStore(),
+    clock,
+    newEpoch,
+    onError,
+    ...(fleet === undefined ? {} : { epochs: fleet.epochs }),
+  });
   const binder = new ToolBinder(ledger, options.identify, onError);
 
   return Object.freeze({

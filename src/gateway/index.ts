@@ -11,7 +11,21 @@ export { MemoryBindStore } from './store.js';
 export type { BindRecord, BindStore, ProbeRecord } from './store.js';
 export { epochOfSession } from './epoch.js';
 export { createWatchdog } from './watchdog.js';
-export type { SweepResult, Watchdog, WatchdogOptions } from './watchdog.js';
+export type { RecoveryContext, SweepResult, Watchdog, WatchdogOptions } from './watchdog.js';
+export { isStaleEpochError, StaleEpochError } from './fleet.js';
+export type {
+  ClaimOutcome,
+  FleetCoordinator,
+  FleetEpochs,
+  FleetRecoveryView,
+  GatewayCoordinator,
+  Leadership,
+  LeaseFence,
+  RecoveryClaim,
+  RecoveryLimiter,
+  RecoveryTimings,
+  WatchdogCoordinator,
+} from './fleet.js';
 export { afterRecovery, decide, deadlineMs, DEFAULT_POLICY, FRESH_WATCH, isCheckable, missedProbeDetail, policyConfig } from './policy.js';
 export type {
   AgentWatch,

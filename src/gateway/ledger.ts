@@ -11,10 +11,16 @@
  * probe request does not change that; it is reported alongside (`probe`) and the watchdog only
  * uses an unanswered one to explain itself. Had probes been able to unbind an agent, a model that
  * merely ignored a probe instruction would get its agent relaunched.
+ *
+ * In a fleet ({@link BindLedgerOptions.epochs}), the epoch is the fleet's: it can move under the
+ * ledger (a bump on another replica), and the shared store refuses writes of an epoch that is no
+ * longer current even when this replica has not heard of the move yet ({@link StaleEpochError}).
+ * Such a write is dropped exactly like one the ledger can tell is stale by itself.
  */
 import { McpSupervisorError } from '../errors.js';
 import type { Clock } from './clock.js';
 import { assertEpochId } from './epoch.js';
+import { isStaleEpochError, type FleetEpochs } from './fleet.js';
 import type { BindRecord, BindStore, ProbeRecord } from './store.js';
 import { nonEmptyString } from './validate.js';
 
@@ -84,6 +90,11 @@ export interface BindLedgerOptions {
   newEpoch: () => string;
   /** Receives failures that must not break a tool call or a bump (store errors). */
   onError: (error: unknown, context: string) => void;
+  /**
+   * The fleet's epoch, when the ledger is one replica's view of a shared one: `newEpoch` is then
+   * not used, and `bump()` moves the whole fleet (the store purges older epochs itself).
+   */
+  epochs?: FleetEpochs;
 }
 
 function emptyRecord(epoch: string, agent: string): BindRecord {
@@ -96,14 +107,21 @@ export class BindLedger {
   readonly #clock: Clock;
   readonly #newEpoch: () => string;
   readonly #onError: (error: unknown, context: string) => void;
-  #epoch: string;
+  readonly #fleet: FleetEpochs | undefined;
+  #local: string;
 
   constructor(options: BindLedgerOptions) {
     this.#store = options.store;
     this.#clock = options.clock;
     this.#newEpoch = options.newEpoch;
     this.#onError = options.onError;
-    this.#epoch = assertEpochId(this.#newEpoch());
+    this.#fleet = options.epochs;
+    this.#local = this.#fleet === undefined ? assertEpochId(this.#newEpoch()) : assertEpochId(this.#fleet.current);
+  }
+
+  /** The current epoch (in a fleet: the fleet's, as this replica last learned it). */
+  get #epoch(): string {
+    return this.#fleet === undefined ? this.#local : this.#fleet.current;
   }
 
   /** The current epoch. */
@@ -114,15 +132,19 @@ export class BindLedger {
   /**
    * Starts a new epoch. Reads see the empty ledger as soon as this returns; the promise settles
    * once older epochs are purged from the store (a purge failure is reported to `onError`, never
-   * thrown: stale records are unreachable anyway).
+   * thrown: stale records are unreachable anyway). In a fleet the switch happens when the shared
+   * store has the new epoch, and the promise rejects if it cannot be reached.
    */
   bump(): Promise<string> {
+    // A fleet bump is one atomic step in the shared store (new epoch, older ledgers purged); it
+    // rejects when the store cannot be reached, since moving only this replica would split the fleet.
+    if (this.#fleet !== undefined) return this.#fleet.bump();
     const next = assertEpochId(this.#newEpoch());
     if (next === this.#epoch) {
       // An epoch generator that repeats itself would silently keep every stale session alive.
       throw new McpSupervisorError('INVALID_CONFIG', `The epoch generator returned the current epoch \`${next}\` again`);
     }
-    this.#epoch = next;
+    this.#local = next;
     return this.#store.retainOnly(next).then(
       () => next,
       (error: unknown) => {
@@ -140,11 +162,19 @@ export class BindLedger {
     nonEmptyString('agent', agent);
     const nonce = nonEmptyString('nonce', request?.nonce);
     const launchId = nonEmptyString('launchId', request?.launchId);
-    const epoch = this.#epoch;
-    const requestedAt = this.#clock.now();
-    const probe: ProbeRecord = { nonce, launchId, epoch, requestedAt, fulfilledAt: undefined };
-    await this.#store.update(epoch, agent, (current) => ({ ...(current ?? emptyRecord(epoch, agent)), probe }));
-    return probeStatus(probe, requestedAt);
+    // The request is delivered "now", so unlike a handler's write it belongs to whatever epoch is
+    // current: a fleet store that refuses it as stale has just taught us the new one; try that.
+    for (let attempt = 1; ; attempt++) {
+      const epoch = this.#epoch;
+      const requestedAt = this.#clock.now();
+      const probe: ProbeRecord = { nonce, launchId, epoch, requestedAt, fulfilledAt: undefined };
+      try {
+        await this.#store.update(epoch, agent, (current) => ({ ...(current ?? emptyRecord(epoch, agent)), probe }));
+        return probeStatus(probe, requestedAt);
+      } catch (error) {
+        if (!isStaleEpochError(error) || attempt >= 3 || this.#epoch === epoch) throw error;
+      }
+    }
   }
 
   /**
@@ -156,7 +186,15 @@ export class BindLedger {
     const epoch = origin.epoch ?? this.#epoch;
     if (epoch !== this.#epoch) return false;
     const observedAt = this.#clock.now();
-    await this.#store.update(epoch, agent, (current) => ({ ...(current ?? emptyRecord(epoch, agent)), observedAt }));
+    try {
+      await this.#store.update(epoch, agent, (current) => {
+        const base = current ?? emptyRecord(epoch, agent);
+        return { ...base, observedAt: latest(base.observedAt, observedAt) };
+      });
+    } catch (error) {
+      if (isStaleEpochError(error)) return false;
+      throw error;
+    }
     return true;
   }
 
@@ -170,7 +208,7 @@ export class BindLedger {
     const epoch = origin.epoch ?? this.#epoch;
     if (epoch !== this.#epoch) return undefined;
     const observedAt = this.#clock.now();
-    await this.#store.update(epoch, agent, (current) => {
+    const fulfil = (current: BindRecord | undefined): BindRecord => {
       const base = current ?? emptyRecord(epoch, agent);
       const pending = base.probe;
       const matches =
@@ -181,12 +219,18 @@ export class BindLedger {
         pending.nonce === probe.nonce;
       return {
         ...base,
-        observedAt,
+        observedAt: latest(base.observedAt, observedAt),
         lastNonce: probe.nonce,
         lastLaunchId: probe.launchId,
         probe: matches ? { ...pending, fulfilledAt: observedAt } : pending,
       };
-    });
+    };
+    try {
+      await this.#store.update(epoch, agent, fulfil);
+    } catch (error) {
+      if (isStaleEpochError(error)) return undefined;
+      throw error;
+    }
     return Object.freeze({ agent, nonce: probe.nonce, launchId: probe.launchId, gatewayEpoch: epoch, observedAt });
   }
 
@@ -210,6 +254,15 @@ export class BindLedger {
       probe: current?.probe === undefined ? undefined : probeStatus(current.probe, now),
     });
   }
+}
+
+/**
+ * `observedAt` only moves forward. In one process that changes nothing; in a fleet a write can be
+ * applied late (buffered while the store was unreachable, or retried after a timeout whose first
+ * attempt did land) or come from a replica whose clock is a little behind.
+ */
+function latest(previous: number | undefined, next: number): number {
+  return previous === undefined || next > previous ? next : previous;
 }
 
 function probeStatus(probe: ProbeRecord, now: number): ProbeStatus {

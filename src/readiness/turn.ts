@@ -89,11 +89,11 @@ export function createTurn(view: ReadinessView, catalog: TurnCatalog, currentCon
     prompts: catalog.prompts,
     resources: catalog.resources,
     resourceTemplates: catalog.resourceTemplates,
-    readResource(server: string, uri: string, options: RequestOptions = {}): Promise<ReadResourceResult> {
-      return readFrom(view.key, currentConfig(), sessions, server, { kind: 'resource', uri: checkUri(uri, view.key, server), options }) as Promise<ReadResourceResult>;
+    async readResource(server: string, uri: string, options: RequestOptions = {}): Promise<ReadResourceResult> {
+      return (await readFrom(view.key, currentConfig(), sessions, server, { kind: 'resource', uri: checkUri(uri, view.key, server), options })) as ReadResourceResult;
     },
-    getPrompt(server: string, name: string, args?: Record<string, string>, options: RequestOptions = {}): Promise<GetPromptResult> {
-      return readFrom(view.key, currentConfig(), sessions, server, { kind: 'prompt', ...checkPrompt(name, args, view.key, server), options }) as Promise<GetPromptResult>;
+    async getPrompt(server: string, name: string, args?: Record<string, string>, options: RequestOptions = {}): Promise<GetPromptResult> {
+      return (await readFrom(view.key, currentConfig(), sessions, server, { kind: 'prompt', ...checkPrompt(name, args, view.key, server), options })) as GetPromptResult;
     },
     callTool(name: string, args: Record<string, unknown> = {}, options: CallOptions = {}): Promise<CallToolResult> {
       return withErrorsAsResults(options, async () => {
