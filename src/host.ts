@@ -66,7 +66,7 @@ export interface HostOptions {
   /** Bounds on what servers and callers can make the host hold. */
   limits?: HostLimits;
   discovery?: HostDiscoveryOptions;
-  sessions?: Partial<Omit<SessionOptions, 'breaker' | 'connectTimeoutMs'>>;
+  sessions?: Partial<Omit<SessionOptions, 'breaker' | 'connectTimeoutMs' | 'maxMessageBytes' | 'maxCatalogItems' | 'maxSchemaDepth' | 'markerEnv'>>;
   breaker?: Partial<BreakerOptions>;
   /**
    * The client the host presents to its servers: `clientInfo` and the handlers of requests servers
@@ -190,7 +190,8 @@ function resolveSessionOptions(options: HostOptions, connectTimeoutMs: number): 
     maxConcurrentCalls: positive('sessions.maxConcurrentCalls', sessions.maxConcurrentCalls, 8),
     callTimeoutMs: positive('sessions.callTimeoutMs', sessions.callTimeoutMs, 60_000),
     connectTimeoutMs,
-    eager: sessions.eager ?? false,
+    eager: sessions.eager ?? true,
+    warmConcurrency: positive('sessions.warmConcurrency', sessions.warmConcurrency, 4),
     countToolErrors: sessions.countToolErrors ?? false,
     listChangedDebounceMs: positive('sessions.listChangedDebounceMs', sessions.listChangedDebounceMs, 200, true),
     breaker: {

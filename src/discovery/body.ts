@@ -8,6 +8,7 @@
  * group it started from its own event loop, so the children are reaped before it returns. If it
  * cannot (a synchronous loop), the main thread terminates the worker and kills the recorded groups.
  */
+import { setPriority } from 'node:os';
 import { threadId } from 'node:worker_threads';
 import PQueue from 'p-queue';
 import { McpSupervisorError, describeError } from '../errors.js';
@@ -17,6 +18,23 @@ import { type ClientSideDescriptor, bareDescriptor } from '../connection/client-
 import { discoverServer } from './server-discovery.js';
 import { EntrySlots } from './slots.js';
 import type { BodyMessage, BodyResult, DiscoveryTask, SettledOutcome } from './types.js';
+
+/**
+ * Lowers this worker thread's scheduling priority (Linux applies `setpriority` to the calling
+ * thread), once per thread: discovery then yields the CPU to the host's main thread, and the
+ * servers it spawns inherit the priority. A thread can only be made nicer, never less nice
+ * without privileges, so a lower value asked for later is ignored.
+ */
+let threadNiceness: number | undefined;
+function yieldTheCpu(niceness: number): void {
+  if (threadNiceness !== undefined && threadNiceness >= niceness) return;
+  try {
+    setPriority(0, niceness);
+    threadNiceness = niceness;
+  } catch {
+    // Not permitted or not supported here: discovery still works, at the host's priority.
+  }
+}
 
 /** Blocks the thread synchronously: only for the test hook that forces the hard rungs. */
 function blockThread(ms: number): void {
@@ -29,6 +47,7 @@ function blockThread(ms: number): void {
 /** Runs one discovery body. Never throws: failures become outcomes, and `done` is always posted. */
 export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult> {
   const { generation } = task;
+  yieldTheCpu(task.niceness);
   const slots = new EntrySlots(task.slots);
   const port = task.port;
   const post = (message: BodyMessage): void => {

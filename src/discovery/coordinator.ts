@@ -32,8 +32,16 @@ import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SCHEM
 
 /** Tuning of discovery. Every field is optional; defaults are in {@link resolveDiscoveryOptions}. */
 export interface DiscoveryOptions {
-  /** Worker threads in the pool. Default `min(4, availableParallelism())`. */
+  /**
+   * Worker threads in the pool. Default: one less than the machine's cores (at least 1, at most
+   * 4), so a core stays free for the host's own main thread.
+   */
   maxThreads?: number;
+  /**
+   * OS scheduling priority (nice, 0–19) of discovery workers and of the servers they spawn for
+   * discovery. Default 19: discovery yields the CPU to the host; sessions keep normal priority.
+   */
+  niceness?: number;
   /** Idle workers are ended after this long (ms). Default 30 000. */
   idleTimeoutMs?: number;
   /** Servers of one profile connected at once. Default 4. */
@@ -60,10 +68,19 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
   return value;
 }
 
+function niceness(value: number | undefined): number {
+  if (value === undefined) return 19;
+  if (!Number.isInteger(value) || value < 0 || value > 19) {
+    throw new McpSupervisorError('INVALID_CONFIG', `Expected \`discovery.niceness\` to be an integer from 0 to 19, got \`${String(value)}\` (${typeof value})`);
+  }
+  return value;
+}
+
 /** Validates discovery options and fills in defaults. @throws McpSupervisorError INVALID_CONFIG */
 export function resolveDiscoveryOptions(options: DiscoveryOptions = {}): ResolvedDiscoveryOptions {
   return {
-    maxThreads: positiveInteger('maxThreads', options.maxThreads, Math.min(4, availableParallelism())),
+    maxThreads: positiveInteger('maxThreads', options.maxThreads, Math.max(1, Math.min(4, availableParallelism() - 1))),
+    niceness: niceness(options.niceness),
     idleTimeoutMs: positiveInteger('idleTimeoutMs', options.idleTimeoutMs, 30_000),
     serverConcurrency: positiveInteger('serverConcurrency', options.serverConcurrency, 4, PID_SLOTS),
     connectTimeoutMs: positiveInteger('connectTimeoutMs', options.connectTimeoutMs, 15_000),
@@ -299,6 +316,7 @@ export class DiscoveryCoordinator {
       sides: new Map(servers.map((server) => [server.name, this.sides.describe(key, server)])),
       serverConcurrency: this.options.serverConcurrency,
       connectTimeoutMs: this.options.connectTimeoutMs,
+      niceness: this.options.niceness,
       limits: this.limits,
       ...(this.markerEnv === undefined ? {} : { markerEnv: { ...this.markerEnv } }),
       port: channel.port2,

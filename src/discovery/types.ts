@@ -84,6 +84,8 @@ export interface DiscoveryTask {
   sides: Map<string, ClientSideDescriptor>;
   serverConcurrency: number;
   connectTimeoutMs: number;
+  /** Scheduling priority of the worker thread (and so of the servers it spawns). */
+  niceness: number;
   limits: DiscoveryLimits;
   /** The host's lifeline marker, added to every spawned server's environment. */
   markerEnv?: Record<string, string>;

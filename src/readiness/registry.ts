@@ -415,6 +415,9 @@ export class ReadinessRegistry {
 
   private onOutcome(entry: Entry, generation: number, outcome: SettledOutcome): void {
     if (generation !== entry.generation || entry.phase !== 'running' || !entry.inflight.has(outcome.server)) return;
+    // Frozen here, one server at a time as outcomes arrive, so the settlement that builds the
+    // turn catalogue finds every schema frozen already: no handler walks every tool of a profile.
+    if (outcome.status === 'ready') deepFreeze(outcome);
     entry.outcomes.set(outcome.server, outcome);
     this.recordFailure(entry, outcome);
     this.events.emit('discovery:outcome', {

@@ -4,7 +4,8 @@
  * tells readiness which servers are parked (their tools leave new turns), adopts the HTTP
  * sessions discovery created, and shuts sessions down on reload and close.
  */
-import type { CallToolResult, GetPromptResult, ReadResourceResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import PQueue from 'p-queue';
 import type { ProfileConfig, ServerConfig } from '../config/types.js';
 import { serverFingerprint } from '../config/fingerprint.js';
 import type { Clock } from '../clock.js';
@@ -40,6 +41,8 @@ export type ListsChangedSink = (key: string, server: string, lists: CatalogLists
 /** Supervisors of every profile's servers. */
 export class SessionManager implements SessionLayer {
   private readonly slots = new Map<string, Slot>();
+  /** Warm-ups after discovery, a bounded number at a time. */
+  private readonly warming: PQueue;
   private version = 0;
   private closed = false;
 
@@ -50,7 +53,9 @@ export class SessionManager implements SessionLayer {
     private readonly listsChanged: ListsChangedSink,
     private readonly sides: SessionSides,
     private readonly random: () => number = Math.random,
-  ) {}
+  ) {
+    this.warming = new PQueue({ concurrency: options.warmConcurrency ?? 4 });
+  }
 
   private slotId(key: string, server: ServerConfig, fingerprint: string): string {
     return server.share && !this.sides.perProfile ? `shared\0${fingerprint}\0${server.name}` : `${key}\0${server.name}`;
@@ -137,18 +142,21 @@ export class SessionManager implements SessionLayer {
     return this.version;
   }
 
-  /** After discovery: adopt resumable HTTP sessions; warm up eagerly if configured. */
+  /**
+   * After discovery: adopt resumable HTTP sessions, and warm up a session for every ready server
+   * (unless `eager` is off), a bounded number at a time across the host.
+   */
   published(key: string, config: ProfileConfig, outcomes: ReadonlyMap<string, ServerOutcome>): void {
     if (this.closed) return;
     for (const outcome of outcomes.values()) {
       if (outcome.status !== 'ready') continue;
-      const server = config.servers[outcome.server];
+      const server = Object.hasOwn(config.servers, outcome.server) ? config.servers[outcome.server] : undefined;
       if (!server) continue;
       const needed = outcome.session !== undefined || this.options.eager;
       if (!needed) continue;
       const supervisor = this.supervisorFor(key, server);
       if (outcome.session) supervisor.offerResumable(outcome.session);
-      if (this.options.eager) supervisor.requestConnect('warm-up');
+      if (this.options.eager) void this.warming.add(() => supervisor.warmUp());
     }
   }
 
@@ -185,6 +193,7 @@ export class SessionManager implements SessionLayer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.warming.clear();
     const all = [...this.slots.values()];
     this.slots.clear();
     await Promise.allSettled(all.map((slot) => slot.supervisor.close()));

@@ -72,8 +72,14 @@ export interface SessionOptions {
   callTimeoutMs: number;
   /** Bounds `initialize` of a session (ms). Default: `discovery.connectTimeoutMs`. */
   connectTimeoutMs: number;
-  /** Connect right after discovery publishes instead of on the first call. Default false. */
+  /**
+   * Warm sessions: connect right after discovery finds a server ready (and again right after a
+   * session dies) instead of on the first call, so a first call costs what a call costs.
+   * Default true.
+   */
   eager: boolean;
+  /** Sessions warmed up at once after discovery, across the host. Default 4. */
+  warmConcurrency?: number;
   /** Count tool results with `isError: true` as breaker failures. Default false. */
   countToolErrors: boolean;
   /** Debounce of `tools/list_changed` refreshes (ms). Default 200. */
@@ -750,6 +756,17 @@ export class ServerSupervisor {
         this.breaker.recordFailure();
         return messages.sessionLostAgain(subject, true);
     }
+  }
+
+  /**
+   * Connects now unless a session is live (or being made, or parked); resolves once that attempt
+   * settled, whatever its outcome (a warm-up never throws: a call will report what went wrong).
+   */
+  async warmUp(): Promise<void> {
+    if (this.isClosed() || this.liveSession() || this.state.kind === 'parked') return;
+    const settled = this.nextAttempt(this.connectTimeoutMs() + 1000, undefined);
+    this.requestConnect('warm-up');
+    await settled.catch(() => undefined);
   }
 
   /** Sends `notifications/roots/list_changed` on the live session, if any; true when sent. */

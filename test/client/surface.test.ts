@@ -14,7 +14,8 @@ import { callError, guardOpenHandles, newHost, pollUntilAsync, structured, textO
 
 guardOpenHandles(test);
 
-test('a structured result that breaks the tool\'s output schema is an honest error naming the tool and the violation; a conforming one is returned', async (t) => {
+// Serial: the compile counter is process-wide, and this file's other tests call tools with schemas.
+test.serial('a structured result that breaks the tool\'s output schema is an honest error naming the tool and the violation; a conforming one is returned', async (t) => {
   const tag = useFixtureTag(t);
   const host = newHost(t, { fx: stdioFixtureConfig(['--tools', '40', '--output-schemas'], { tag }) });
   const compiledBefore = host.stats().outputSchemas.compiled;

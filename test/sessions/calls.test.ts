@@ -132,3 +132,16 @@ test('close() settles calls in flight and calls queued behind maxConcurrentCalls
   await callError(t, queued, 'HOST_CLOSED');
 });
 
+
+test('warm sessions (the default): a stdio server found ready is connected right after discovery, so the first call spawns nothing', async (t) => {
+  const tag = useFixtureTag(t);
+  const host = newHost(t, { fx: stdioFixtureConfig([], { tag }) });
+  const connected = nextEvent(host, 'server:connected');
+  host.start();
+  const { pid } = await connected;
+  t.truthy(pid);
+  t.like(sessionStats(host, 'fx'), { state: 'ready', calls: 0, connects: 1 });
+  const turn = await host.beginTurn();
+  t.is(textOf(await turn.callTool('mcp__fx__echo', { text: 'first' })), 'first');
+  t.like(sessionStats(host, 'fx'), { connects: 1, pid });
+});

@@ -17,10 +17,10 @@ async function httpFixture(t: ExecutionContext, tag: string): Promise<HttpFixtur
   return fixture;
 }
 
-test('the HTTP session discovery created is resumed by the first call: 1 initialize, not 2', async (t) => {
+test('without warm sessions, the HTTP session discovery created is resumed by the first call: 1 initialize, not 2', async (t) => {
   const tag = useFixtureTag(t);
   const fixture = await httpFixture(t, tag);
-  const host = newHost(t, { web: { url: fixture.url } });
+  const host = newHost(t, { web: { url: fixture.url } }, { sessions: { eager: false } });
   const turn = await host.beginTurn();
   t.is((await fixture.stats()).initializes, 1);
   const connected = nextEvent(host, 'server:connected');
@@ -28,6 +28,19 @@ test('the HTTP session discovery created is resumed by the first call: 1 initial
   t.like(await connected, { server: 'web', resumed: true });
   t.is(textOf(await turn.callTool('mcp__web__echo', { text: 'again' })), 'again');
   t.like(await fixture.stats(), { initializes: 1, toolCalls: 2, sessions: 1 });
+});
+
+test('warm sessions (the default): discovery\'s HTTP session is resumed right after discovery, before any call: still 1 initialize', async (t) => {
+  const tag = useFixtureTag(t);
+  const fixture = await httpFixture(t, tag);
+  const host = newHost(t, { web: { url: fixture.url } });
+  const connected = nextEvent(host, 'server:connected');
+  host.start();
+  t.like(await connected, { server: 'web', resumed: true });
+  t.like(sessionStats(host, 'web'), { state: 'ready', calls: 0, connects: 1 });
+  const turn = await host.beginTurn();
+  t.is(textOf(await turn.callTool('mcp__web__echo', { text: 'warm' })), 'warm');
+  t.like(await fixture.stats(), { initializes: 1, toolCalls: 1, sessions: 1 });
 });
 
 test('HTTP fixture forgets its sessions: the next call succeeds through a new session, transparently', async (t) => {
@@ -98,7 +111,8 @@ test('a re-discovered HTTP session that will never be resumed is terminated, not
 test('close() terminates a discovery-created HTTP session no call resumed', async (t) => {
   const tag = useFixtureTag(t);
   const fixture = await httpFixture(t, tag);
-  const host = newHost(t, { web: { url: fixture.url } });
+  // Without warm sessions, nothing resumes discovery's session before close().
+  const host = newHost(t, { web: { url: fixture.url } }, { sessions: { eager: false } });
   await host.beginTurn();
   t.like(await fixture.stats(), { initializes: 1, sessions: 1 });
   await host.close();
