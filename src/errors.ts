@@ -66,7 +66,15 @@ export interface McpSupervisorErrorOptions {
   modelText?: string;
   /** Extra structured detail (must be structured-clone safe: it may cross a thread). */
   data?: Record<string, unknown>;
-  /** The underlying error. Not serialised across threads; its message is kept in `data.cause`. */
+  /**
+   * The underlying error, kept as this error's standard `cause` (nothing of it goes into `data`).
+   * It passes `scrubDeep` first: strings, plain objects and arrays are scrubbed (copied only when
+   * something was replaced); an `Error` whose message quotes a registered secret is replaced by a
+   * plain `Error` with the scrubbed message and the same `name` (stack and nested `cause` dropped);
+   * any other value, an `Error` with a clean message included, is kept as given (its nested
+   * `cause` and properties are not scrubbed). Not serialised: `toJSON` leaves it out, so an error
+   * rebuilt by `fromJSON` (one that crossed a thread) has no `cause`.
+   */
   cause?: unknown;
 }
 

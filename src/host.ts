@@ -21,6 +21,7 @@ import { parseProfileConfig } from './config/parse.js';
 import { canonicalProfileKey, isPathLikeRef, type ProfileKeyOptions } from './config/profile-key.js';
 import type { ProfileConfig, ServerConfig } from './config/types.js';
 import { DiscoveryCoordinator, type DiscoveryOptions, type DiscoveryStats, resolveDiscoveryOptions } from './discovery/coordinator.js';
+import { SharedDiscovery, discoveryShareKey } from './discovery/shared.js';
 import { McpSupervisorError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import type { DiscoveryDriver } from './readiness/driver.js';
@@ -43,6 +44,11 @@ export interface HostDiscoveryOptions extends DiscoveryOptions {
   retryCooldownMs?: number;
   /** Cap of that cooldown (ms). Default 600 000. */
   maxRetryCooldownMs?: number;
+  /**
+   * How long a server's ready discovery result is offered to profiles that have not seen it yet
+   * (ms). Default 60 000; 0 shares only discoveries still in progress. See `shareDiscovery`.
+   */
+  shareForMs?: number;
 }
 
 /** Options of {@link createHost}. */
@@ -331,7 +337,8 @@ export function createHost(options: HostOptions = {}): Host {
   const readinessCapMs = positive('discovery.readinessCapMs', discoveryOptions.readinessCapMs, 120_000);
   const retryCooldownMs = positive('discovery.retryCooldownMs', discoveryOptions.retryCooldownMs, 30_000);
   const maxRetryCooldownMs = positive('discovery.maxRetryCooldownMs', discoveryOptions.maxRetryCooldownMs, 600_000);
-  const coordinatorOptions: DiscoveryOptions = { ...discoveryOptions };
+  const { readinessCapMs: _cap, retryCooldownMs: _cooldown, maxRetryCooldownMs: _maxCooldown, shareForMs: _share, ...coordinatorOptions } = discoveryOptions;
+  const shareForMs = positive('discovery.shareForMs', discoveryOptions.shareForMs, 60_000, true);
   const limits = resolveLimits(options.limits);
   const profileRoots = resolveProfileRoots(options.profileRoots, options.cwd ?? process.cwd());
   const clientOptions = resolveClientOptions(options.client);
@@ -348,11 +355,14 @@ export function createHost(options: HostOptions = {}): Host {
   const lifeline = Lifeline.start();
   const driver =
     options.discoveryDriver ??
-    new DiscoveryCoordinator(
-      resolvedDiscovery,
-      sides,
-      { maxMessageBytes: limits.maxMessageBytes, maxCatalogItems: limits.maxCatalogItems, maxSchemaDepth: limits.maxSchemaDepth },
-      lifeline.env,
+    new SharedDiscovery(
+      new DiscoveryCoordinator(
+        resolvedDiscovery,
+        sides,
+        { maxMessageBytes: limits.maxMessageBytes, maxCatalogItems: limits.maxCatalogItems, maxSchemaDepth: limits.maxSchemaDepth },
+        lifeline.env,
+      ),
+      { shareKey: (_key, server) => discoveryShareKey(server, sides), reuseForMs: shareForMs, clock },
     );
   const sessionOptions: SessionOptions = {
     ...resolvedSessions,

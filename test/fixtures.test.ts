@@ -465,6 +465,31 @@ test('HTTP fixture --stateless: no session id ever, calls work from two clients,
   t.deepEqual(stats.executions, { increment: 2, echo: 1, client_info: 1, read_once: 1 });
 });
 
+test('HTTP fixture /control/hold: a held call is counted, then waits until released; other tools are not held', async (t) => {
+  const tag = useFixtureTag(t);
+  const fixture = await startHttpFixture([], { tag });
+  t.teardown(() => fixture.stop());
+  const { client } = await connectHttp(t, fixture.url);
+  await fixture.setHold('echo', true);
+  let answered = false;
+  const held = client.callTool({ name: 'echo', arguments: { text: 'held' } }).then((result) => {
+    answered = true;
+    return result;
+  });
+  const deadline = performance.now() + 10_000;
+  while ((await fixture.stats()).executions['echo'] !== 1 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.is((await fixture.stats()).executions['echo'], 1, 'counted while held');
+  // Another tool goes through while echo is held, and echo is still unanswered after it.
+  t.deepEqual((await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).structuredContent, { sum: 3 });
+  t.false(answered);
+  await fixture.setHold('echo', false);
+  t.is(textOf(await held), 'held');
+  t.is(textOf(await client.callTool({ name: 'echo', arguments: { text: 'free' } })), 'free', 'released: no longer held');
+  const bad = await fetch(fixture.url.replace('/mcp', '/control/hold'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tool":1}' });
+  t.is(bad.status, 400);
+  await bad.text();
+});
+
 test('HTTP fixture: GET /mcp answers 405 (stateless default, or --get-status 405) or 404 (--get-status 404), counted in stats', async (t) => {
   const tag = useFixtureTag(t);
   const [stateless, notFound, stateful405, stateful404, plain] = await Promise.all([
@@ -660,8 +685,26 @@ test('leak guard: reapTag finds and kills leaked processes, detached or not', as
   await sameGroup.close();
 });
 
-test.failing('leak guard: a test that leaks a process fails (this test is expected to fail)', async (t) => {
-  const tag = useFixtureTag(t);
-  await startStdioFixture(['--hang-initialize'], { tag }); // deliberately never stopped
-  t.pass();
+test('leak guard: a test that leaks a process fails with an error naming the leaked pid; a clean test passes', async (t) => {
+  useFixtureTag(t);
+  // The guard's own teardown, run exactly as ava runs teardowns (last registered first), on a
+  // test body that leaks one process.
+  const runTeardowns = async (teardowns: (() => unknown)[]): Promise<void> => {
+    for (const teardown of [...teardowns].reverse()) await teardown();
+  };
+  const leakyTeardowns: (() => unknown)[] = [];
+  const leakyTag = useFixtureTag({ teardown: (fn) => void leakyTeardowns.push(fn) }, 'deliberate-leak');
+  const leaked = await startStdioFixture(['--hang-initialize'], { tag: leakyTag }); // deliberately never stopped
+  t.teardown(() => leaked.stop()); // in case the guard did not kill it
+  t.true(await pollUntil(() => pidsWithTag(leakyTag).includes(leaked.pid)), 'the leaked process is visible');
+  const error = await t.throwsAsync(runTeardowns(leakyTeardowns));
+  t.regex(error?.message ?? '', new RegExp(`^leak guard: 1 process\\(es\\) tagged ${leakyTag} outlived the test and had to be killed:\n  pid ${leaked.pid}: \\S*node\\S* \\S*stdio-server\\.js --hang-initialize$`));
+  t.is((await leaked.exited).signal, 'SIGKILL', 'the guard killed it');
+
+  // The same guard around a body that stops what it started: no error.
+  const cleanTeardowns: (() => unknown)[] = [];
+  const cleanTag = useFixtureTag({ teardown: (fn) => void cleanTeardowns.push(fn) }, 'no-leak');
+  const stopped = await startStdioFixture(['--hang-initialize'], { tag: cleanTag });
+  cleanTeardowns.push(() => stopped.stop());
+  await t.notThrowsAsync(runTeardowns(cleanTeardowns));
 });

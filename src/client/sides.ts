@@ -80,6 +80,8 @@ export class ClientSides {
   private readonly capabilities: ClientCapabilities;
   /** Servers that asked for roots and were given none, by `profile\0server`. */
   private readonly rootless = new Set<string>();
+  /** Servers that asked for roots at least once, by `profile\0server`. */
+  private readonly askedRoots = new Set<string>();
 
   constructor(
     private readonly options: ResolvedClientOptions,
@@ -95,6 +97,16 @@ export class ClientSides {
     return this.options.elicitation !== undefined || this.options.sampling !== undefined || typeof this.options.roots === 'function' || this.auth.enabled;
   }
 
+  /**
+   * True when what `server` is told, or who answers it, depends on the profile: a handler told the
+   * profile (elicitation, sampling, roots as a function) or OAuth (tokens are per profile; HTTP
+   * only). Such a server's discovery is never shared between profiles.
+   */
+  differsByProfile(server: ServerConfig): boolean {
+    const { elicitation, sampling, roots } = this.options;
+    return elicitation !== undefined || sampling !== undefined || typeof roots === 'function' || (this.auth.enabled && server.transport !== 'stdio');
+  }
+
   /** The authorization URL of a pending code flow of this server, if any. */
   pendingAuthorization(key: string, server: ServerConfig): string | undefined {
     return server.transport === 'stdio' ? undefined : this.auth.pendingAuthorization(key, server);
@@ -103,7 +115,7 @@ export class ClientSides {
   /** What the host should be told about a server beyond its status (it asked for roots and got none). */
   warnings(key: string, server: string): string[] {
     return this.rootless.has(`${key}\0${server}`)
-      ? ['asked for roots (roots/list) and was given none: its tools may refuse every path until roots are configured (client.roots)']
+      ? ['asked for roots (roots/list) and was given none: unless it has directories of its own, its tools may refuse every path until roots are configured (client.roots; doctor --root)']
       : [];
   }
 
@@ -115,6 +127,7 @@ export class ClientSides {
   }
 
   private async roots(key: string, server: string, signal: AbortSignal): Promise<Root[]> {
+    this.askedRoots.add(`${key}\0${server}`);
     const option = this.options.roots ?? [];
     const roots = [...(typeof option === 'function' ? await option({ profile: key, server, signal }) : option)];
     if (roots.length === 0) this.rootless.add(`${key}\0${server}`);
@@ -135,7 +148,7 @@ export class ClientSides {
       ...(error === undefined ? {} : { authError: error }),
       ...(elicitation ? { elicit: async (params: ElicitParams, signal: AbortSignal) => elicitation(params, context(signal)) } : {}),
       ...(sampling ? { sample: async (params: SamplingParams, signal: AbortSignal) => sampling(params, context(signal)) } : {}),
-      ...(roots ? { listRoots: (signal: AbortSignal) => this.roots(key, server.name, signal) } : {}),
+      ...(roots ? { listRoots: (signal: AbortSignal) => this.roots(key, server.name, signal), rootsAskedBefore: () => this.askedRoots.has(`${key}\0${server.name}`) } : {}),
       ...(logLevel ? { logLevel } : {}),
       ...(logs ? { log: (params: LogParams) => logs.accept(key, server.name, params) } : {}),
       ...(server.transport === 'stdio' ? {} : { challenged: (challenge) => this.auth.challenged(key, server, challenge) }),

@@ -89,6 +89,7 @@ const rawServerSchema = z.looseObject({
   connectTimeoutMs: positiveInt.optional(),
   callTimeoutMs: positiveInt.optional(),
   share: z.boolean().optional(),
+  shareDiscovery: z.boolean().optional(),
   // Strict: a typo in a security control ("exlude") must be an error, never a silent no-op.
   tools: z.strictObject({ include: z.array(z.string().min(1)).optional(), exclude: z.array(z.string().min(1)).optional() }).optional(),
   disabledTools: z.array(z.string().min(1)).optional(),
@@ -284,6 +285,7 @@ function buildServer(name: string, raw: RawServer, issues: ConfigIssue[], env: E
     name,
     disabled: raw.disabled ?? false,
     share: raw.share ?? false,
+    shareDiscovery: raw.shareDiscovery ?? true,
     ...toolFilterOf(raw),
     ...(raw.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: raw.connectTimeoutMs }),
     ...(raw.callTimeoutMs === undefined ? {} : { callTimeoutMs: raw.callTimeoutMs }),

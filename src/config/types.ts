@@ -21,6 +21,11 @@ export interface CommonServerOptions {
   readonly callTimeoutMs?: number;
   /** When true, profiles whose server has the same fingerprint share one live session. */
   readonly share: boolean;
+  /**
+   * When true (the default), profiles whose server has the same fingerprint and the same client
+   * share one discovery of it. False: this profile always discovers the server itself.
+   */
+  readonly shareDiscovery: boolean;
   /** Which of the server's tools a host may see and call (absent: all). */
   readonly toolFilter?: ToolFilter;
 }

@@ -54,6 +54,11 @@ export interface ClientSide {
   sample?(params: SamplingParams, signal: AbortSignal): Promise<CreateMessageResult>;
   /** Answers `roots/list`; present exactly when the capability is declared. */
   listRoots?(signal: AbortSignal): Promise<Root[]>;
+  /**
+   * True when this server has asked for roots before (in discovery, or an earlier session): a new
+   * session then waits, briefly, until it has asked and been answered before it takes calls.
+   */
+  rootsAskedBefore?(): boolean;
   /** `logging/setLevel` sent to servers that declare logging. */
   readonly logLevel?: LoggingLevel;
   /** A server's `notifications/message`. */

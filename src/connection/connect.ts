@@ -122,6 +122,8 @@ export class Connection {
     readonly server: ServerConfig,
     readonly client: Client,
     readonly transport: Transport,
+    /** Resolves once the server's first `roots/list` has been answered (never, if it does not ask). */
+    readonly rootsAnswered: Promise<void> = new Promise(() => undefined),
   ) {}
 
   /** The stdio leader's pid. */
@@ -193,9 +195,17 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
     const sample = side.sample.bind(side);
     client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => sample(request.params, extra.signal));
   }
+  let rootsServed!: () => void;
+  const rootsAnswered = new Promise<void>((resolve) => (rootsServed = resolve));
   if (side.listRoots) {
     const listRoots = side.listRoots.bind(side);
-    client.setRequestHandler(ListRootsRequestSchema, async (_request, extra) => ({ roots: await listRoots(extra.signal) }));
+    client.setRequestHandler(ListRootsRequestSchema, async (_request, extra) => {
+      try {
+        return { roots: await listRoots(extra.signal) };
+      } finally {
+        rootsServed();
+      }
+    });
   }
   if (side.log) {
     const log = side.log.bind(side);
@@ -233,7 +243,7 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
   if (side.logLevel && !options.resume && client.getServerCapabilities()?.logging) {
     await client.setLoggingLevel(side.logLevel, { timeout: options.connectTimeoutMs }).catch(() => undefined);
   }
-  return new Connection(server, client, transport);
+  return new Connection(server, client, transport, rootsAnswered);
 }
 
 /** SIGKILL to a stdio group, or the HTTP transport closed; never throws. */

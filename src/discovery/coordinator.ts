@@ -27,6 +27,7 @@ import { McpSupervisorError, describeError } from '../errors.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { processState, runningGroupMembers, signalGroup } from '../process/proc.js';
 import { EntrySlots, PID_SLOTS } from './slots.js';
+import type { SharingStats } from './shared.js';
 import type { BodyMessage, BodyResult, BodyTestHooks, DiscoveryLimits, DiscoveryTask, SettledOutcome } from './types.js';
 import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SCHEMA_DEPTH } from '../connection/limits.js';
 
@@ -148,7 +149,12 @@ export interface DiscoveryStats {
   recordedChildren: number;
   zombies: number;
   droppedStaleMessages: number;
+  /** Worker failures piscina could not attribute to a task (and the last one's message). */
+  poolErrors: number;
+  lastPoolError?: string;
   quiesces: { total: number; byRung: Record<QuiesceRung, number>; cooperativeMs: number[]; terminateMs: number[]; killMs: number[] };
+  /** Discovery shared across profiles (absent for a bare coordinator). */
+  sharing?: SharingStats;
 }
 
 interface Owner {
@@ -199,6 +205,8 @@ export class DiscoveryCoordinator {
   private readonly pool: Piscina<DiscoveryTask, BodyResult>;
   private readonly entries = new Map<string, Entry>();
   private peakWorkers = 0;
+  private poolErrors = 0;
+  private lastPoolError: string | undefined;
   private droppedStale = 0;
   private closed = false;
   private readonly quiesceStats: DiscoveryStats['quiesces'] = {
@@ -229,6 +237,13 @@ export class DiscoveryCoordinator {
     });
     this.pool.on('workerCreate', () => {
       this.peakWorkers = Math.max(this.peakWorkers, this.pool.threads.length);
+    });
+    // Piscina emits 'error' for a worker that failed with no task to blame (one that could not
+    // load its module, say). Unheard, that event would crash the host: count it instead; the
+    // tasks of such a worker are failed by piscina itself, and their profiles settle as failed.
+    this.pool.on('error', (error: unknown) => {
+      this.poolErrors++;
+      this.lastPoolError = describeError(error);
     });
   }
 
@@ -345,6 +360,25 @@ export class DiscoveryCoordinator {
       });
     entry.owner = owner;
     return { generation };
+  }
+
+  /**
+   * Starts a new generation of `key` with no body: every server of the run is answered from
+   * elsewhere (a discovery another profile shares). Same rules as {@link start}.
+   */
+  beginGeneration(key: string): { generation: number } {
+    if (this.closed) throw new McpSupervisorError('HOST_CLOSED', 'discovery is closed', { profile: key });
+    const entry = this.entry(key);
+    if (this.hasOwner(key) || entry.slots.liveOwners() > 0) {
+      throw new McpSupervisorError('QUIESCE_FAILED', `a discovery body of profile "${key}" is still alive; quiesce it before starting another`, { profile: key });
+    }
+    return { generation: entry.slots.beginGeneration() };
+  }
+
+  /** Drops the slots of a key nothing runs under any more (keys of finished shared flights). */
+  forget(key: string): void {
+    const entry = this.entries.get(key);
+    if (entry && !this.hasOwner(key) && entry.slots.liveOwners() === 0 && entry.slots.pids().length === 0 && entry.slots.overlaps() === 0 && entry.zombies.size === 0) this.entries.delete(key);
   }
 
   /** Answers one call a body forwarded; the reply is dropped if the port closed meanwhile. */
@@ -492,6 +526,8 @@ export class DiscoveryCoordinator {
       recordedChildren,
       zombies,
       droppedStaleMessages: this.droppedStale,
+      poolErrors: this.poolErrors,
+      ...(this.lastPoolError === undefined ? {} : { lastPoolError: this.lastPoolError }),
       quiesces: {
         total: this.quiesceStats.total,
         byRung: { ...this.quiesceStats.byRung },

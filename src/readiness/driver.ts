@@ -12,7 +12,10 @@ import type { CallOptions, RequestOptions } from './types.js';
 
 /** What readiness needs from discovery. Implemented by `DiscoveryCoordinator`. */
 export interface DiscoveryDriver {
-  start(key: string, servers: readonly ServerConfig[], handlers: RunHandlers): { generation: number };
+  /** Starts a generation over `servers`; `reuse` allows a recent result another profile's discovery produced. */
+  start(key: string, servers: readonly ServerConfig[], handlers: RunHandlers, options?: { reuse?: boolean }): { generation: number };
+  /** A server of `key` announced new lists (a result remembered for sharing is stale). */
+  listsChanged?(key: string, server: ServerConfig): void;
   /** Retires the key's generation synchronously (before the first await), then walks the ladder. */
   quiesce(key: string, reason: string): Promise<QuiesceReport>;
   hasOwner(key: string): boolean;

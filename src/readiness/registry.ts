@@ -25,6 +25,9 @@ import type { CatalogLists } from '../sessions/supervisor.js';
 import { type FailureRecord, type TurnCatalog, buildCatalog, buildView, deepFreeze, enabledServers, statusOf } from './settlement.js';
 import type { ReadinessView, WaitOptions } from './types.js';
 
+/** The reason of a profile's first discovery: the only one that may reuse another profile's recent result. */
+const FIRST_USE = 'first use';
+
 /** Timing policy of readiness. */
 export interface ReadinessOptions {
   /** A generation that has not settled after this long is retired and settled as failed (ms). */
@@ -306,7 +309,7 @@ export class ReadinessRegistry {
     const next = entry.next;
     if (entry.phase === 'idle' && !entry.settled) {
       entry.phase = 'starting';
-      this.track(this.startOwner(entry, undefined, 'first use'));
+      this.track(this.startOwner(entry, undefined, FIRST_USE));
     }
     return next;
   }
@@ -386,7 +389,7 @@ export class ReadinessRegistry {
     const { generation } = this.driver.start(entry.key, configs, {
       onOutcome: (outcome, generationOfOutcome) => this.onOutcome(entry, generationOfOutcome, outcome),
       onDone: ({ generation: doneGeneration, error }) => this.onDone(entry, doneGeneration, error),
-    });
+    }, { reuse: reason === FIRST_USE });
     entry.generation = generation;
     entry.generationStartedAt = this.clock.now();
     entry.phase = 'running';
@@ -581,6 +584,8 @@ export class ReadinessRegistry {
     if (!entry || !settled) return;
     const previous = settled.outcomes.get(server);
     if (previous?.status !== 'ready') return;
+    const config = entry.config && Object.hasOwn(entry.config.servers, server) ? entry.config.servers[server] : undefined;
+    if (config) this.driver.listsChanged?.(key, config);
     const fresh = deepFreeze(structuredClone(lists));
     const updated: ServerOutcome = { ...previous, ...fresh };
     const outcomes = new Map(settled.outcomes);

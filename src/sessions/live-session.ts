@@ -19,6 +19,9 @@ import type { ExitInfo } from '../process/stdio-transport.js';
 /** Bound of every DELETE that ends an HTTP session (close, or an unused discovery session). */
 export const DELETE_TIMEOUT_MS = 2000;
 
+/** How long a new session waits for a server known to ask for roots to ask and be answered (ms). */
+const ROOTS_SETTLE_MS = 1000;
+
 /** Attempts to open the standalone stream of a resumed session before giving up. */
 const STANDALONE_STREAM_ATTEMPTS = 6;
 
@@ -169,7 +172,28 @@ export class LiveSession {
         options.connectTimeoutMs,
       );
     }
+    // A resumed session was initialised by discovery, whose worker may have let go of the stream
+    // before the server's start-up `roots/list` came (the server stores it for a replay we cannot
+    // ask for: no event id was seen). Told the roots changed, a server that wants them asks again.
+    if (options.resume && side.listRoots) await bounded(connection.client.sendRootsListChanged(), Math.min(ROOTS_SETTLE_MS, options.connectTimeoutMs));
+    if (side.rootsAskedBefore?.()) await LiveSession.settleRoots(connection, options);
     return session;
+  }
+
+  /**
+   * A server that asks for roots does so right after `initialized`, and some (server-filesystem)
+   * refuse every path until the answer is applied: a call sent right behind `initialized` would be
+   * refused. So a session of a server known to ask waits until it asked and was answered, plus one
+   * ping (the server has processed the answer when the ping returns), bounded by
+   * {@link ROOTS_SETTLE_MS}. (A server that applies the answer asynchronously, as server-filesystem
+   * does, may still refuse a call that arrives within the next milliseconds; the bare SDK too.)
+   */
+  private static async settleRoots(connection: Connection, options: OpenOptions): Promise<void> {
+    const ms = Math.min(ROOTS_SETTLE_MS, options.connectTimeoutMs);
+    await bounded(
+      connection.rootsAnswered.then(() => connection.client.ping({ timeout: ms })),
+      ms,
+    );
   }
 
   private died(exit: ExitInfo | undefined, options: OpenOptions): void {

@@ -73,9 +73,9 @@ export interface SessionOptions {
   /** Bounds `initialize` of a session (ms). Default: `discovery.connectTimeoutMs`. */
   connectTimeoutMs: number;
   /**
-   * Warm sessions: connect right after discovery finds a server ready (and again right after a
-   * session dies) instead of on the first call, so a first call costs what a call costs.
-   * Default true.
+   * Warm sessions: connect right after discovery finds a server ready instead of on the first
+   * call, so a first call costs what a call costs. A session that dies later is respawned by the
+   * next call, not at once. Default true.
    */
   eager: boolean;
   /** Sessions warmed up at once after discovery, across the host. Default 4. */
@@ -462,10 +462,9 @@ export class ServerSupervisor {
     this.lastStderr = session.stderrTail();
     // Only stdio sessions die by themselves; HTTP sessions are dropped by the call path.
     this.context.emit('server:exited', { server: this.server.name, profiles: this.context.profiles(), code: exit?.code ?? null, signal: exit?.signal ?? null });
-    if (this.state.kind === 'ready' && this.state.session === session) {
-      this.state = { kind: 'idle' };
-      if (this.context.options.eager) this.requestConnect('warm-up');
-    }
+    // Back to idle, not respawned at once: a server that exits when idle (some do, on purpose) must
+    // not be kept alive by us, and a crashing one is respawned by the next call, under its backoff.
+    if (this.state.kind === 'ready' && this.state.session === session) this.state = { kind: 'idle' };
   }
 
   private settleWaiters(result: AttemptResult): void {

@@ -6,8 +6,8 @@
  * - a stray reference never makes `reload()` fail;
  * - no error quotes a file's content.
  */
-import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { existsSync, realpathSync } from 'node:fs';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import test from 'ava';
 import { createHost } from '../../src/index.js';
@@ -45,6 +45,42 @@ test('an unlisted path outside profileRoots is UNKNOWN_PROFILE: nothing is read,
   t.is((await host.ready(path.join(root, 'user1'))).status, 'ready');
   t.is((await host.ready(path.join(root, '..', 'elsewhere'))).error?.code, 'UNKNOWN_PROFILE', 'no escape with ..');
   t.false(existsSync(path.join(dir, 'ran-outside')));
+});
+
+test('inside profileRoots: a directory means its .mcp.json (a missing one is named), a file is read as it is, a symlink out of the root is refused; with loadProfile the disk is never read', async (t) => {
+  const tag = useFixtureTag(t);
+  const dir = await tempDir(t, 'disk');
+  const root = path.join(dir, 'root');
+  await mkdir(path.join(root, 'empty'), { recursive: true });
+  await mkdir(path.join(root, 'proj', '.vscode'), { recursive: true });
+  await writeFile(path.join(root, 'proj', '.mcp.json'), JSON.stringify({ mcpServers: { fromDotMcp: stdioFixtureConfig([], { tag }) } }));
+  // A file reference in another format (VS Code, with a comment and trailing commas).
+  await writeFile(path.join(root, 'proj', '.vscode', 'mcp.json'), `{ // mine\n "servers": { "fromVscode": ${JSON.stringify({ type: 'stdio', ...stdioFixtureConfig([], { tag }) })}, }, }`);
+  await plant(path.join(dir, 'outside'), path.join(dir, 'ran-outside'));
+  await symlink(path.join(dir, 'outside'), path.join(root, 'escape'));
+  const real = (ref: string): string => realpathSync(ref);
+  const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+  const host = createHost({ profileRoots: [root], discovery: { maxThreads: 1 } });
+  t.teardown(() => host.close());
+  const project = await host.ready(path.join(root, 'proj'));
+  t.is(project.status, 'ready');
+  t.deepEqual(Object.keys(project.servers), ['fromDotMcp'], 'a directory is its .mcp.json, nothing else in it');
+  const file = await host.ready(path.join(root, 'proj', '.vscode', 'mcp.json'));
+  t.is(file.status, 'ready');
+  t.deepEqual(Object.keys(file.servers), ['fromVscode']);
+  const empty = await host.ready(path.join(root, 'empty'));
+  t.is(empty.error?.code, 'INVALID_CONFIG');
+  t.regex(empty.error?.message ?? '', new RegExp(`${escape(path.join(real(root), 'empty', '.mcp.json'))}.*ENOENT`), 'the error names the .mcp.json it looked for');
+  const escaped = await host.ready(path.join(root, 'escape'));
+  t.is(escaped.error?.code, 'UNKNOWN_PROFILE', 'a symlink resolves outside the root: refused');
+  t.false(existsSync(path.join(dir, 'ran-outside')), 'the planted command never ran');
+
+  const asked: string[] = [];
+  const withLoader = createHost({ profileRoots: [root], loadProfile: async (key) => void asked.push(key), discovery: { maxThreads: 1 } });
+  t.teardown(() => withLoader.close());
+  t.is((await withLoader.ready(path.join(root, 'proj'))).error?.code, 'UNKNOWN_PROFILE', 'loadProfile answered: no such profile');
+  t.deepEqual(asked, [real(path.join(root, 'proj'))], 'loadProfile is asked, with the canonical key; the .mcp.json on disk is not read');
 });
 
 test('a file that is not a config: the error names the file, never its content', async (t) => {

@@ -242,6 +242,11 @@ export interface HttpFixture extends FixtureProcess {
   setLoginPage(on: boolean): Promise<void>;
   /** While true, DELETE on /mcp is never answered. */
   setHangDelete(on: boolean): Promise<void>;
+  /**
+   * While on, a call of `tool` is counted in `executions` and then waits, before its body runs,
+   * until the hold is turned off: a call seen in `executions` is provably still in flight.
+   */
+  setHold(tool: string, on: boolean): Promise<void>;
   /** Closes the listener and waits until the process has exited (the port then refuses). */
   stopListening(): Promise<ExitInfo>;
   stats(): Promise<HttpFixtureStats>;
@@ -286,6 +291,9 @@ export async function startHttpFixture(flags: readonly string[] = [], opts: Fixt
     },
     setHangDelete: async (on) => {
       await control('hang-delete', post({ on }));
+    },
+    setHold: async (tool, on) => {
+      await control('hold', post({ tool, on }));
     },
     stopListening: async () => {
       await control('stop-listening', post());
@@ -403,8 +411,9 @@ export async function reapTag(tag: string, { graceMs = 300, killWaitMs = 3000 } 
  * the teardowns registered after this call, which run first) finished.
  *
  * Call it first in the test, so the test's own cleanup teardowns run before the check.
+ * (Only `t.teardown` is used: the guard's own test drives it with a recording stand-in.)
  */
-export function useFixtureTag(t: ExecutionContext, label = 'fx'): string {
+export function useFixtureTag(t: Pick<ExecutionContext, 'teardown'>, label = 'fx'): string {
   const tag = newFixtureTag(label);
   t.teardown(async () => {
     const { leaked, survivors } = await reapTag(tag);

@@ -3,8 +3,14 @@
  *
  * `ScriptedDriver` stands in for the discovery coordinator: the test decides when each body
  * publishes, finishes or survives quiescence, and can hold `quiesce` on a barrier to force an
- * interleaving. It enforces the coordinator's own guard (no start while a body lives) and records
- * the highest number of live owners ever seen per key, so tests can assert the invariant.
+ * interleaving.
+ *
+ * It observes the one-owner invariant instead of enforcing it: a start while a body of the same
+ * key is still alive (not finished, retired or not) is *accepted* and recorded in
+ * {@link ScriptedDriver.overlaps}, and the new run counts as live next to the old one, so
+ * {@link ScriptedDriver.maxLiveOwners} reports 2 and `stats().ownerOverlaps` counts it. (The real
+ * coordinator refuses such a start with QUIESCE_FAILED; a driver that refused before counting
+ * would hide exactly the registry bug these tests exist to catch.)
  * `FakeSessions` records what readiness asks of the session layer.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -28,9 +34,20 @@ export interface ScriptedRun {
   finished: boolean;
 }
 
+/** A start that happened while another body of the same key was alive. */
+export interface OwnerOverlap {
+  key: string;
+  /** Generation of the run that was started. */
+  generation: number;
+  /** Generations of the runs of the key that were still alive at that start. */
+  alive: number[];
+}
+
 /** A scripted {@link DiscoveryDriver}. */
 export class ScriptedDriver implements DiscoveryDriver {
   readonly runs: ScriptedRun[] = [];
+  /** Every start that overlapped a live body of its key (the registry broke its invariant). */
+  readonly overlaps: OwnerOverlap[] = [];
   readonly quiesceCalls: { key: string; reason: string }[] = [];
   private readonly generations = new Map<string, number>();
   private readonly maxLive = new Map<string, number>();
@@ -46,9 +63,11 @@ export class ScriptedDriver implements DiscoveryDriver {
   }
 
   start(key: string, servers: readonly ServerConfig[], handlers: RunHandlers): { generation: number } {
-    if (this.live(key).length > 0) throw new McpSupervisorError('QUIESCE_FAILED', `a body of "${key}" is alive`);
+    const alive = this.live(key);
     const generation = (this.generations.get(key) ?? 0) + 1;
     this.generations.set(key, generation + 1);
+    // Recorded, then accepted: the overlapping run is live alongside the old one(s).
+    if (alive.length > 0) this.overlaps.push({ key, generation, alive: alive.map((run) => run.generation) });
     const run: ScriptedRun = { key, generation, servers: servers.map((server) => server.name), handlers, retired: false, finished: false };
     this.runs.push(run);
     this.maxLive.set(key, Math.max(this.maxLive.get(key) ?? 0, this.live(key).length));
@@ -68,7 +87,7 @@ export class ScriptedDriver implements DiscoveryDriver {
     return run;
   }
 
-  /** The highest number of simultaneously live bodies of a key so far. */
+  /** The highest number of simultaneously live bodies of a key so far (2 or more: an overlap happened). */
   maxLiveOwners(key: string): number {
     return this.maxLive.get(key) ?? 0;
   }
@@ -139,11 +158,12 @@ export class ScriptedDriver implements DiscoveryDriver {
   stats(): DiscoveryStats {
     return {
       liveOwners: this.runs.filter((run) => !run.finished).length,
-      ownerOverlaps: 0,
+      ownerOverlaps: this.overlaps.length,
       workers: 0,
       peakWorkers: 0,
       recordedChildren: 0,
       zombies: 0,
+      poolErrors: 0,
       droppedStaleMessages: 0,
       quiesces: { total: 0, byRung: { idle: 0, cooperative: 0, terminate: 0, kill: 0 }, cooperativeMs: [], terminateMs: [], killMs: [] },
     };

@@ -154,6 +154,33 @@ test('a body stuck in a synchronous loop is quiesced through the hard rungs (ter
   t.is(stuck.outcomes.size, 0);
 });
 
+test('the zombie path: a server killed after its stuck worker was terminated is reported as a zombie, never as alive, and counted in stats', async (t) => {
+  const tag = useFixtureTag(t);
+  // The coordinator's waits are unref'd (a host keeps its loop alive while it quiesces or
+  // closes): the test does too, until after the coordinator's close() in teardown.
+  const keepAlive = setInterval(() => undefined, 1000);
+  t.teardown(() => clearInterval(keepAlive));
+  const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000, quiesceGraceMs: 100 });
+  // No wrapper: the recorded pid is the server itself, a direct child of the worker's event loop.
+  const list = servers({ hang: stdioFixtureConfig(['--hang-initialize'], { tag }) });
+  run(coordinator, 'p', list, { blockAfterSpawnMs: -1 });
+  t.true(await pollUntil(() => coordinator.stats().recordedChildren === 1 && pidsWithTag(tag).length === 1, { timeoutMs: 10_000 }));
+  const [pid] = pidsWithTag(tag);
+  t.is(procState(pid!), 'alive');
+  t.is(coordinator.stats().zombies, 0);
+
+  const report = await coordinator.quiesce('p', 'stuck');
+  t.is(report.rung, 'kill');
+  // Its worker's loop was terminated, so nothing reaps it: dead, but a zombie.
+  t.is(procState(pid!), 'zombie');
+  t.deepEqual(report.zombies, [pid], 'reported as a zombie');
+  t.deepEqual(report.survivors, [], 'never as alive');
+  t.true(report.quiesced, 'a zombie does not fail quiescence');
+  t.is(coordinator.stats().zombies, 1, 'stats count it');
+  t.is(coordinator.stats().recordedChildren, 0);
+  t.is(coordinator.liveOwners('p'), 0);
+});
+
 test('after close(), no process started for discovery is alive and the pool is empty', async (t) => {
   const tag = useFixtureTag(t);
   const coordinator = new DiscoveryCoordinator({ maxThreads: 2, connectTimeoutMs: 600_000 });

@@ -39,6 +39,11 @@ function setup(t: import('ava').ExecutionContext, configs: Record<string, string
     { readinessCapMs: options.readinessCapMs ?? 120_000, retryCooldownMs: options.retryCooldownMs ?? 30_000, maxRetryCooldownMs: options.maxRetryCooldownMs ?? 600_000 },
     events,
   );
+  // Registered first, so it runs last (after close): no test, whatever it asserts, may have
+  // started a body while another of the same key was alive.
+  t.teardown(() => {
+    if (driver.overlaps.length > 0) throw new Error(`owner overlap: ${JSON.stringify(driver.overlaps)}`);
+  });
   t.teardown(() => registry.close());
   return { registry, driver, sessions, clock, events, configs: map };
 }
@@ -159,6 +164,7 @@ test('retry overlap: retry while pending never leaves two live owners; the new b
   await flush();
   const first = driver.last('p');
   const gate = barrier();
+  t.teardown(() => gate.resolve());
   driver.quiesceGate.set('p', gate);
   const retried = track(registry.retry('p'));
   await flush();
@@ -167,11 +173,75 @@ test('retry overlap: retry while pending never leaves two live owners; the new b
   gate.resolve();
   await flush();
   t.is(driver.runsOf('p').length, 2);
+  t.deepEqual(driver.overlaps, []);
   t.is(driver.maxLiveOwners('p'), 1);
   driver.ready(driver.last('p'), 'a');
   await flush();
   t.true(waiter.done && retried.done, 'the first waiter followed the entry to the new generation');
   t.is(waiter.value?.view.generation, driver.last('p').generation);
+});
+
+test('refresh while the settled body is still releasing its connections: the old body is quiesced before the new one starts', async (t) => {
+  const { registry, driver, clock } = setup(t, { p: ['ok', 'flaky'] }, { retryCooldownMs: 1000 });
+  track(registry.wait('p'));
+  await flush();
+  const first = driver.last('p');
+  driver.ready(first, 'ok');
+  driver.fail(first, 'flaky');
+  await flush();
+  t.is(registry.status('p').status, 'degraded');
+  // Settled, but the body has not finished (it is still closing its connections).
+  t.true(driver.hasOwner('p'));
+  const gate = barrier();
+  t.teardown(() => gate.resolve()); // (runs before close(), which would wait for it)
+  driver.quiesceGate.set('p', gate);
+  await clock.advance(1000);
+  t.deepEqual(driver.overlaps, [], 'no body started while the old one lives');
+  t.is(driver.maxLiveOwners('p'), 1);
+  t.deepEqual(driver.quiesceCalls, [{ key: 'p', reason: 'cooldown refresh' }], 'the refresh quiesces the live body first');
+  t.is(driver.runsOf('p').length, 1, 'no new body while the old one is being quiesced');
+  gate.resolve();
+  await flush();
+  t.is(driver.runsOf('p').length, 2);
+  t.true(first.finished);
+  t.deepEqual(driver.overlaps, []);
+  t.is(driver.maxLiveOwners('p'), 1);
+  driver.ready(driver.last('p'), 'flaky');
+  await flush();
+  t.is(registry.status('p').status, 'ready');
+});
+
+test('cap, then the cooldown refresh while the capped body is still being killed: never two owners', async (t) => {
+  const { registry, driver, clock } = setup(t, { p: ['slow'] }, { readinessCapMs: 1000, retryCooldownMs: 500 });
+  const waiter = track(registry.wait('p'));
+  await flush();
+  const first = driver.last('p');
+  // The cap's own quiesce is slow (the kill rung takes a while)…
+  const capGate = barrier();
+  t.teardown(() => capGate.resolve());
+  driver.quiesceGate.set('p', capGate);
+  await clock.advance(1000);
+  t.true(waiter.done);
+  t.like(registry.status('p').servers['slow'], { status: 'failed', kind: 'timeout' });
+  t.true(first.retired && !first.finished, 'retired at the cap, still alive');
+  // …and the refresh of the timed-out server comes due before it is over.
+  const refreshGate = barrier();
+  t.teardown(() => refreshGate.resolve());
+  driver.quiesceGate.set('p', refreshGate);
+  await clock.advance(500);
+  t.deepEqual(driver.overlaps, [], 'no body started while the capped one lives');
+  t.is(driver.maxLiveOwners('p'), 1);
+  t.deepEqual(driver.quiesceCalls.map((call) => call.reason), ['readiness cap', 'cooldown refresh']);
+  t.is(driver.runsOf('p').length, 1, 'the refresh waits for the capped body');
+  refreshGate.resolve();
+  await flush();
+  t.is(driver.runsOf('p').length, 2);
+  t.deepEqual(driver.overlaps, []);
+  t.is(driver.maxLiveOwners('p'), 1);
+  capGate.resolve();
+  driver.ready(driver.last('p'), 'slow');
+  await flush();
+  t.is(registry.status('p').status, 'ready');
 });
 
 test('retry refused when the old owner cannot be quiesced (RETRY_REFUSED), and its waiters still wake', async (t) => {
@@ -208,6 +278,8 @@ test('deadline boundary: a generation change exactly at a waiter\'s deadline nei
         await change;
         const view = result.view;
         if (view.status === 'pending' && !(view.waitTimedOut && view.pending.length > 0)) return false;
+        // The retry must have quiesced the first body before starting the second.
+        if (driver.overlaps.length > 0 || driver.maxLiveOwners('p') !== 1) return false;
         return true;
       } finally {
         await registry.close();
@@ -228,6 +300,7 @@ test('reload: owner creation waits for the fence; a turn of an unrelated settled
   t.true(settled.done);
   // The reload of "busy" holds the fence while its owner is being quiesced.
   const gate = barrier();
+  t.teardown(() => gate.resolve());
   driver.quiesceGate.set('busy', gate);
   const reload = track(registry.reload(['busy']));
   await flush();

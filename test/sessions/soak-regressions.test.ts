@@ -11,7 +11,7 @@
 import test from 'ava';
 import { isMcpSupervisorError } from '../../src/index.js';
 import { startHttpFixture, stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
-import { callError, guardOpenHandles, newHost, pollUntilAsync, structured, textOf } from './helpers.js';
+import { callError, guardOpenHandles, newHost, pollUntilAsync, sessionStats, structured, textOf } from './helpers.js';
 
 guardOpenHandles(test);
 
@@ -56,13 +56,28 @@ test('forget-mid-call: a call running when the server forgets its session is a m
   // A call timeout far beyond the test's own limit: waiting for it would fail the test.
   const host = newHost(t, { web: { url: fixture.url } }, { sessions: { callTimeoutMs: 600_000 } });
   const turn = await host.beginTurn();
-  const slow = turn.callTool('mcp__web__slow', { ms: 30_000 });
-  const slowRead = turn.callTool('mcp__web__slow_read', { ms: 300 });
-  t.true(await pollUntilAsync(async () => (await fixture.stats()).toolCalls >= 2, 10_000));
-  await fixture.forgetSessions();
+  // The barrier: both calls are held on the server, after they were counted and before their
+  // bodies run, so neither can finish before the forget.
+  await fixture.setHold('slow', true);
+  await fixture.setHold('slow_read', true);
+  t.teardown(() => Promise.all([fixture.setHold('slow', false), fixture.setHold('slow_read', false)]).catch(() => undefined));
+  const slow = turn.callTool('mcp__web__slow', { ms: 0 });
+  const slowRead = turn.callTool('mcp__web__slow_read', { ms: 0 });
+  slowRead.catch(() => undefined); // awaited below; a failure must fail an assertion, not the run
+  const executions = async (): Promise<Record<string, number>> => (await fixture.stats()).executions;
+  t.true(await pollUntilAsync(async () => { const seen = await executions(); return seen['slow'] === 1 && seen['slow_read'] === 1; }, 10_000), 'both calls reached the server');
+  t.is(sessionStats(host, 'web').replays, 0);
+  t.is(await fixture.forgetSessions(), 1);
   const uncertain = await callError(t, slow, 'OUTCOME_UNCERTAIN');
   t.regex(uncertain.message, /lost the connection while running "slow"/);
   t.notRegex(uncertain.message, /not run|timed out/);
-  // Read-only: replayed once on a new session.
-  t.is(textOf(await slowRead), 'slept 300 ms');
+  // Read-only: replayed once on a new session. The replay reaches the server while the first
+  // execution is still held there: the first was in flight when the session was forgotten.
+  t.true(await pollUntilAsync(async () => (await executions())['slow_read'] === 2, 10_000), 'the read-only call was replayed');
+  await fixture.setHold('slow_read', false);
+  t.is(textOf(await slowRead), 'slept 0 ms');
+  const stats = sessionStats(host, 'web');
+  t.is(stats.replays, 1, 'exactly one replay');
+  t.is(stats.reinitialisations, 1, 'on a new session');
+  t.deepEqual(await executions(), { slow: 1, slow_read: 2 }, 'the non-idempotent call ran once and was not replayed');
 });

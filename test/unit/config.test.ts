@@ -37,6 +37,7 @@ test('Claude Desktop format: stdio server with command, args, env, cwd', (t) => 
     cwd: '/srv',
     disabled: false,
     share: false,
+    shareDiscovery: true,
   });
   t.true(Object.isFrozen(config.servers['fs']));
   t.true(Object.isFrozen((config.servers['fs'] as { args: readonly string[] }).args));
