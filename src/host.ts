@@ -294,6 +294,14 @@ function resolveAuthFactory(auth: HostOptions['auth']): AuthProviderFactory | un
 }
 
 /** A server of a config by its own name (never an inherited property such as `constructor`). */
+/**
+ * A profile that failed to load (unknown, unreadable, invalid) answers every request with its own
+ * error, not with "no such server": the host learns what is actually wrong.
+ */
+function assertProfileUsable(view: ReadinessView): void {
+  if (view.error) throw McpSupervisorError.fromJSON(view.error);
+}
+
 function serverNamed(config: ProfileConfig | undefined, name: string): ServerConfig | undefined {
   return config && Object.hasOwn(config.servers, name) ? config.servers[name] : undefined;
 }
@@ -427,6 +435,7 @@ export function createHost(options: HostOptions = {}): Host {
         const key = keyOf(ref);
         const checked = checkArguments(args, { profile: key, server: String(serverName), tool: String(tool) });
         const { view, catalog } = await readiness.wait(key, callOptions.signal ? { signal: callOptions.signal } : {});
+        assertProfileUsable(view);
         const server = serverNamed(readiness.configOf(key), serverName);
         if (!server || server.disabled) {
           throw new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${serverName}" is not configured in profile "${key}".`, { profile: key, server: serverName, retryable: false });
@@ -449,13 +458,13 @@ export function createHost(options: HostOptions = {}): Host {
     async readResource(ref, serverName, uri, requestOptions = {}): Promise<ReadResourceResult> {
       const key = keyOf(ref);
       const checked = checkUri(uri, key, String(serverName));
-      await readiness.wait(key, requestOptions.signal ? { signal: requestOptions.signal } : {});
+      assertProfileUsable((await readiness.wait(key, requestOptions.signal ? { signal: requestOptions.signal } : {})).view);
       return (await readFrom(key, readiness.configOf(key), sessions, serverName, { kind: 'resource', uri: checked, options: requestOptions })) as ReadResourceResult;
     },
     async getPrompt(ref, serverName, name, args, requestOptions = {}): Promise<GetPromptResult> {
       const key = keyOf(ref);
       const checked = checkPrompt(name, args, key, String(serverName));
-      await readiness.wait(key, requestOptions.signal ? { signal: requestOptions.signal } : {});
+      assertProfileUsable((await readiness.wait(key, requestOptions.signal ? { signal: requestOptions.signal } : {})).view);
       return (await readFrom(key, readiness.configOf(key), sessions, serverName, { kind: 'prompt', ...checked, options: requestOptions })) as GetPromptResult;
     },
     rootsChanged(ref?: string): Promise<number> {
@@ -469,7 +478,7 @@ export function createHost(options: HostOptions = {}): Host {
       if (typeof authorizationCode !== 'string' || authorizationCode === '') {
         throw new McpSupervisorError('INVALID_ARGUMENTS', 'Expected `authorizationCode` to be a non-empty string', { profile: key, server: String(serverName), retryable: false });
       }
-      await readiness.wait(key, waitOptions.signal ? { signal: waitOptions.signal } : {});
+      assertProfileUsable((await readiness.wait(key, waitOptions.signal ? { signal: waitOptions.signal } : {})).view);
       const server = serverNamed(readiness.configOf(key), serverName);
       if (!server) {
         throw new McpSupervisorError('UNKNOWN_SERVER', `The MCP server "${serverName}" is not configured in profile "${key}".`, { profile: key, server: serverName, retryable: false });

@@ -350,9 +350,12 @@ function scrubValue(value: unknown, depth: number): unknown {
     return copy ?? value;
   }
   if (value instanceof Error) {
+    // The cause chain is followed too: a clean wrapper must not carry a secret one level down.
     const message = scrubText(value.message);
-    if (message === value.message) return value;
-    const copy = new Error(message);
+    const hasCause = Object.hasOwn(value, 'cause');
+    const cause = hasCause ? scrubValue(value.cause, depth + 1) : undefined;
+    if (message === value.message && cause === value.cause) return value;
+    const copy = new Error(message, hasCause ? { cause } : undefined);
     copy.name = value.name;
     return copy;
   }

@@ -86,6 +86,7 @@ export function createTurn(view: ReadinessView, catalog: TurnCatalog, currentCon
     pending: view.pending,
     failed: allFailed,
     waitTimedOut: view.waitTimedOut === true,
+    ...(view.error ? { error: view.error } : {}),
     prompts: catalog.prompts,
     resources: catalog.resources,
     resourceTemplates: catalog.resourceTemplates,

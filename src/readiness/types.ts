@@ -126,6 +126,8 @@ export interface Turn {
   /** Servers whose tools are missing from this turn, and why. */
   readonly failed: readonly { readonly server: string; readonly kind: FailureKind | 'parked'; readonly message: string }[];
   readonly waitTimedOut: boolean;
+  /** Why the profile itself failed (UNKNOWN_PROFILE, INVALID_CONFIG), as its view says; absent otherwise. */
+  readonly error?: SerializedError;
   /** Prompts of the ready servers, each naming its server. */
   readonly prompts: readonly TurnPrompt[];
   /** Resources of the ready servers, each naming its server. */

@@ -88,3 +88,32 @@ test('an HTTP answer that is not MCP says what came back (status, content type, 
   t.is((await host.retry()).servers['web']?.status, 'ready');
   t.is(textOf(await (await host.beginTurn()).callTool('mcp__web__echo', { text: 'back' })), 'back');
 });
+
+test('a profile that failed to load answers every request with its own error (UNKNOWN_PROFILE, INVALID_CONFIG), never "no such server"', async (t) => {
+  const host = createHost({
+    loadProfile: async (key) => {
+      if (key === 'broken') throw new Error('the tenant database is down');
+      return undefined;
+    },
+  });
+  t.teardown(() => host.close());
+  for (const [ref, code, text] of [
+    ['ghost', 'UNKNOWN_PROFILE', /not configured/],
+    ['broken', 'INVALID_CONFIG', /tenant database is down/],
+  ] as const) {
+    const turn = await host.beginTurn(ref);
+    t.is(turn.status, 'failed', ref);
+    t.is(turn.error?.code, code, ref);
+    for (const attempt of [
+      host.callTool(ref, 'fx', 'echo', { text: 'x' }),
+      host.readResource(ref, 'fx', 'fixture://info'),
+      host.getPrompt(ref, 'fx', 'greeting'),
+      host.finishAuth(ref, 'fx', 'code'),
+    ]) {
+      const error = await callError(t, attempt, code);
+      t.regex(error.message, text, ref);
+    }
+    const asResult = await host.callTool(ref, 'fx', 'echo', {}, { errorsAsResults: true });
+    t.true(asResult.isError === true && textOf(asResult).includes(code === 'UNKNOWN_PROFILE' ? 'not configured' : 'tenant database'), textOf(asResult));
+  }
+});

@@ -254,6 +254,14 @@ test('scrubDeep: scrubbed copy of plain data, non-strings kept, same value when 
   const error = scrubDeep({ cause: new TypeError(`bad ${secret}`) }).cause;
   t.is(error.message, `bad ${REDACTED}`);
   t.is(error.name, 'TypeError');
+  // A clean wrapper does not carry a secret one level down the cause chain.
+  const chained = scrubDeep(new Error('wrapper', { cause: new Error('middle', { cause: new Error(`inner ${secret}`) }) }));
+  t.is(chained.message, 'wrapper');
+  t.is(((chained.cause as Error).cause as Error).message, `inner ${REDACTED}`);
+  const wrapped = new McpSupervisorError('DISCOVERY_FAILED', 'clean', { cause: new Error('clean too', { cause: new Error(`deep ${secret}`) }) });
+  t.false(JSON.stringify(((wrapped.cause as Error).cause as Error).message).includes(secret));
+  const cleanChain = new Error('a', { cause: new Error('b') });
+  t.is(scrubDeep(cleanChain), cleanChain, 'nothing replaced: the very same error');
   const cyclic: Record<string, unknown> = { text: secret };
   cyclic['self'] = cyclic;
   const scrubbedCycle = scrubDeep(cyclic);
