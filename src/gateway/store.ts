@@ -3,9 +3,9 @@
  *
  * Records are keyed by (epoch, agent), so a new epoch starts with an empty ledger by
  * construction and clearing old epochs is only garbage collection. The interface is async and
- * mutation-based so that a multi-replica gateway can later back it with a shared store (for
- * example a Redis hash updated in a transaction) without changing the ledger; the default
- * {@link MemoryBindStore} serves a single process.
+ * mutation-based so that a multi-replica gateway can back it with a shared store without changing
+ * the ledger (`mcp-supervisor/redis`: a Redis hash per epoch, each write a Lua compare-and-set);
+ * the default {@link MemoryBindStore} serves a single process.
  */
 
 /** The host's outstanding request for one agent to call `mcp_probe`. */
@@ -45,7 +45,8 @@ export interface BindStore {
   /**
    * Replaces the record of `agent` in `epoch` with `mutate(current)`, atomically with respect to
    * other updates of the same key (a shared store retries `mutate` on conflict, so it must be
-   * free of side effects). Resolves to the stored record.
+   * free of side effects). Resolves to the stored record. A fleet store rejects with
+   * `StaleEpochError` when `epoch` is no longer the fleet's (nothing was written).
    */
   update(epoch: string, agent: string, mutate: (current: BindRecord | undefined) => BindRecord): Promise<BindRecord>;
   /** Drops the records of every epoch other than `epoch`. */

@@ -13,7 +13,7 @@
  * a sweep without a valid lease does nothing at all, the rate limit and the grace are the fleet's,
  * and every recovery must first win a claim fenced by the lease.
  */
-import { describeError } from '../errors.js';
+import { describeError, McpSupervisorError } from '../errors.js';
 import { systemClock, systemScheduler, type Clock, type IntervalScheduler } from './clock.js';
 import type { RecoveryClaim, WatchdogCoordinator } from './fleet.js';
 import { FleetWatchdog, refusal, unreachable, type FleetTurn } from './fleet-watch.js';
@@ -131,9 +131,13 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
   const onError = options.onError ?? (() => {});
   const onSweep = options.onSweep === undefined ? undefined : isFunction('onSweep', options.onSweep);
   const leaseTtlMs = nonNegativeMs('leaseTtlMs', options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS, MIN_LEASE_TTL_MS);
+  const coordinator = options.coordinator;
+  if (coordinator !== undefined && (typeof coordinator?.leadership !== 'function' || typeof coordinator?.recoveries !== 'object')) {
+    throw new McpSupervisorError('INVALID_CONFIG', `Expected \`coordinator\` to be a fleet coordinator (with \`leadership\` and \`recoveries\`), got \`${String(coordinator)}\` (${typeof coordinator})`);
+  }
   const fleetWatch =
-    recover && options.coordinator !== undefined
-      ? new FleetWatchdog(options.coordinator, leaseTtlMs, { minRecoveryIntervalMs: config.minRecoveryIntervalMs, graceMs: config.graceMs })
+    recover && coordinator !== undefined
+      ? new FleetWatchdog(coordinator, leaseTtlMs, { minRecoveryIntervalMs: config.minRecoveryIntervalMs, graceMs: config.graceMs })
       : undefined;
 
   const watches = new Map<string, AgentWatch>();

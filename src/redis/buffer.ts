@@ -7,8 +7,9 @@
  * writes of it wait behind it (a new entry), so a key's writes always land in the order they were
  * made.
  *
- * The bound counts writes, not keys: when it is reached, the key that has waited longest is
- * dropped with all its writes. Its agent is the one most likely to have written again since.
+ * The bound counts writes held, not keys: when it is exceeded, the key that has waited longest
+ * is dropped with all its writes. Its agent is the one most likely to have written again since.
+ * Writes being written count as held until their outcome is known.
  */
 import type { BindRecord } from '../gateway/store.js';
 
@@ -42,7 +43,8 @@ export class WriteBuffer {
   readonly #onDrop: (count: number) => void;
   /** Insertion-ordered: the first entry has waited longest. */
   readonly #pending = new Map<string, Pending>();
-  readonly #inFlight = new Set<string>();
+  readonly #inFlight = new Map<string, Pending>();
+  /** Writes held or being written. */
   #size = 0;
 
   constructor(max: number, onDrop: (count: number) => void) {
@@ -50,7 +52,7 @@ export class WriteBuffer {
     this.#onDrop = onDrop;
   }
 
-  /** Writes held (not counting those being written). */
+  /** Writes not yet written: held, or being written right now. */
   get size(): number {
     return this.#size;
   }
@@ -60,9 +62,16 @@ export class WriteBuffer {
     return this.#pending.has(key) || this.#inFlight.has(key);
   }
 
-  /** The writes held for `key` (for read-your-writes on a read), if any. */
+  /**
+   * Every write of `key` not known to be in Redis yet, oldest first (for read-your-writes on a
+   * read), if any. One being written may already have landed: the ledger's changes are
+   * idempotent, so applying it once more changes nothing.
+   */
   chainOf(key: string): readonly Mutation[] | undefined {
-    return this.#pending.get(key)?.chain;
+    const flying = this.#inFlight.get(key)?.chain;
+    const held = this.#pending.get(key)?.chain;
+    if (flying === undefined) return held;
+    return held === undefined ? flying : [...flying, ...held];
   }
 
   /** Holds one write. */
@@ -79,8 +88,7 @@ export class WriteBuffer {
   take(): Pending | undefined {
     for (const entry of this.#pending.values()) {
       this.#pending.delete(entry.key);
-      this.#inFlight.add(entry.key);
-      this.#size -= entry.chain.length;
+      this.#inFlight.set(entry.key, entry);
       return entry;
     }
     return undefined;
@@ -89,6 +97,7 @@ export class WriteBuffer {
   /** The entry was written (or refused for good): later writes of its key may go. */
   done(entry: Pending): void {
     this.#inFlight.delete(entry.key);
+    this.#size -= entry.chain.length;
   }
 
   /** The entry could not be written: hold it again, ahead of writes of its key made meanwhile. */
@@ -97,7 +106,6 @@ export class WriteBuffer {
     const later = this.#pending.get(entry.key);
     this.#pending.delete(entry.key);
     this.#pending.set(entry.key, { ...entry, chain: later === undefined ? entry.chain : [...entry.chain, ...later.chain] });
-    this.#size += entry.chain.length;
     this.#evict();
   }
 
@@ -105,6 +113,7 @@ export class WriteBuffer {
   clear(): number {
     const held = this.#size;
     this.#pending.clear();
+    this.#inFlight.clear();
     this.#size = 0;
     return held;
   }

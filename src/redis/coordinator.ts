@@ -10,7 +10,7 @@
  * nothing without its lease. Design and guarantees: `docs/fleet.md`.
  */
 import { TypedEmitter } from '../events.js';
-import { describeError } from '../errors.js';
+import { describeError, McpSupervisorError } from '../errors.js';
 import type { FleetCoordinator, Leadership } from '../gateway/fleet.js';
 import { nonNegativeMs } from '../gateway/validate.js';
 import { RedisLink } from './connection.js';
@@ -79,7 +79,10 @@ export async function redisCoordinator(options: RedisCoordinatorOptions): Promis
     });
   } catch (error) {
     link.destroy();
-    throw error;
+    throw new McpSupervisorError('SERVER_UNREACHABLE', `Redis at ${link.where} did not answer while joining the fleet (${describeError(error)})`, {
+      data: { component: 'redis' },
+      cause: error,
+    });
   }
   const fleetEpochs = epochs;
   const bindStore = new RedisBindStore({

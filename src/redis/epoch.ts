@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock, TimerHandle } from '../clock.js';
 import { McpSupervisorError, describeError } from '../errors.js';
 import type { FleetEpochs } from '../gateway/fleet.js';
-import type { RedisLink } from './connection.js';
+import { withDeadline, type RedisLink } from './connection.js';
 import { epochSeq, type FleetKeys } from './keys.js';
 
 const EPOCH_ID = /^\d{1,20}-[0-9a-f]{1,40}$/;
@@ -25,7 +25,7 @@ function suffix(): string {
 
 /** Runs the sync script: the fleet's epoch (created or restored as needed) and how it was found. */
 async function syncEpoch(link: RedisLink, keys: FleetKeys, known: string): Promise<{ epoch: string; how: string }> {
-  const reply = await link.within().epochSync([keys.epoch, keys.epochSeq, keys.ledgers], [known, suffix(), keys.ledgerPrefix]);
+  const reply = await link.run((c) => c.epochSync([keys.epoch, keys.epochSeq, keys.ledgers], [known, suffix(), keys.ledgerPrefix]));
   if (!Array.isArray(reply) || typeof reply[0] !== 'string' || !EPOCH_ID.test(reply[0])) {
     throw new Error(`unexpected epoch sync reply ${JSON.stringify(reply)}`);
   }
@@ -60,7 +60,10 @@ export class RedisEpochs implements FleetEpochs {
   static async open(options: RedisEpochsOptions): Promise<RedisEpochs> {
     const { epoch } = await syncEpoch(options.link, options.keys, '');
     const epochs = new RedisEpochs(options, epoch);
-    await options.link.subscriber.subscribe(options.keys.epochChannel, (message: string) => epochs.offer(message));
+    await withDeadline(
+      options.link.subscriber.subscribe(options.keys.epochChannel, (message: string) => epochs.offer(message)),
+      options.link.commandTimeoutMs,
+    );
     epochs.#schedule();
     return epochs;
   }
@@ -81,7 +84,7 @@ export class RedisEpochs implements FleetEpochs {
     const { link, keys } = this.#options;
     let reply: unknown;
     try {
-      reply = await link.within().epochBump([keys.epoch, keys.epochSeq, keys.ledgers], [this.#current, suffix(), keys.ledgerPrefix, keys.epochChannel]);
+      reply = await link.run((c) => c.epochBump([keys.epoch, keys.epochSeq, keys.ledgers], [this.#current, suffix(), keys.ledgerPrefix, keys.epochChannel]));
     } catch (error) {
       throw new McpSupervisorError(
         'SERVER_UNREACHABLE',

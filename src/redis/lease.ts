@@ -121,9 +121,11 @@ export class RedisLease implements Leadership {
     const sentAt = this.#o.clock.now();
     let reply: unknown;
     try {
-      reply = await this.#o.link
-        .within(Math.min(this.#o.link.commandTimeoutMs, this.#ttlMs - this.#marginMs))
-        .leaseAcquire([this.#o.keys.lease, this.#o.keys.leaseSeq], [String(this.#ttlMs), randomBytes(8).toString('hex'), this.#o.replicaId, String(this.#knownToken)]);
+      const args = [String(this.#ttlMs), randomBytes(8).toString('hex'), this.#o.replicaId, String(this.#knownToken)];
+      reply = await this.#o.link.run(
+        (c) => c.leaseAcquire([this.#o.keys.lease, this.#o.keys.leaseSeq], args),
+        Math.min(this.#o.link.commandTimeoutMs, this.#ttlMs - this.#marginMs),
+      );
     } catch {
       // Redis unreachable: nobody can take the lease; try again later.
       if (this.#state === state) this.#follow(this.#renewEveryMs);
@@ -195,9 +197,10 @@ export class RedisLease implements Leadership {
     const sentAt = this.#o.clock.now();
     let renewed: unknown;
     try {
-      renewed = await this.#o.link
-        .within(Math.max(1, Math.min(this.#o.link.commandTimeoutMs, state.validUntil - sentAt)))
-        .leaseRenew([this.#o.keys.lease], [state.value, String(this.#ttlMs)]);
+      renewed = await this.#o.link.run(
+        (c) => c.leaseRenew([this.#o.keys.lease], [state.value, String(this.#ttlMs)]),
+        Math.max(1, Math.min(this.#o.link.commandTimeoutMs, state.validUntil - sentAt)),
+      );
     } catch {
       // Not answered: keep trying while the lease lasts; the expiry timer ends it otherwise.
       if (this.#state === state) this.#scheduleRenew(state, Math.max(10, Math.min(this.#renewEveryMs / 4, state.validUntil - this.#o.clock.now())));
@@ -231,7 +234,7 @@ export class RedisLease implements Leadership {
 
   async #release(value: string): Promise<void> {
     try {
-      await this.#o.link.within().leaseRelease([this.#o.keys.lease], [value]);
+      await this.#o.link.run((c) => c.leaseRelease([this.#o.keys.lease], [value]));
     } catch {
       // Unreachable: the lease expires by itself within its TTL.
     }

@@ -39,9 +39,10 @@ export class RedisRecoveries implements RecoveryLimiter {
 
   /** {@inheritDoc RecoveryLimiter.view} */
   async view(agents: readonly string[]): Promise<FleetRecoveryView> {
-    const client = this.#link.within();
     // Issued in the same tick, so node-redis pipelines them: one round trip.
-    const [interval, ...graces] = await Promise.all([client.pTTL(this.#keys.interval), ...agents.map((agent) => client.pTTL(graceKey(this.#keys, agent)))]);
+    const [interval, ...graces] = await this.#link.run((c) =>
+      Promise.all([c.pTTL(this.#keys.interval), ...agents.map((agent) => c.pTTL(graceKey(this.#keys, agent)))]),
+    );
     const graceRemainingMs = new Map<string, number>();
     agents.forEach((agent, index) => {
       const left = Number(graces[index]);
@@ -56,12 +57,8 @@ export class RedisRecoveries implements RecoveryLimiter {
     const value = leaseValueOf(fence);
     if (value === undefined) return { granted: false, why: 'fenced', remainingMs: 0 };
     const claim: IssuedClaim = Object.freeze({ agent, id: `${fence.token}:${this.#replicaId}:${randomBytes(6).toString('hex')}`, token: fence.token });
-    const reply = await this.#link
-      .within()
-      .recoveryClaim(
-        [this.#keys.lease, this.#keys.interval, graceKey(this.#keys, agent), this.#keys.log],
-        [value, claim.id, ms(timings.minRecoveryIntervalMs), ms(timings.graceMs), this.#entry(claim, 'claimed', reason), String(this.#logSize)],
-      );
+    const args = [value, claim.id, ms(timings.minRecoveryIntervalMs), ms(timings.graceMs), this.#entry(claim, 'claimed', reason), String(this.#logSize)];
+    const reply = await this.#link.run((c) => c.recoveryClaim([this.#keys.lease, this.#keys.interval, graceKey(this.#keys, agent), this.#keys.log], args));
     const [status, remaining] = Array.isArray(reply) ? reply : [];
     if (status === 'granted') return { granted: true, claim };
     if (status === 'fenced' || status === 'interval' || status === 'grace') return { granted: false, why: status, remainingMs: Number(remaining) || 0 };
@@ -70,24 +67,19 @@ export class RedisRecoveries implements RecoveryLimiter {
 
   /** {@inheritDoc RecoveryLimiter.commit} */
   async commit(claim: RecoveryClaim, timings: RecoveryTimings): Promise<void> {
-    await this.#link
-      .within()
-      .recoveryCommit(
-        [this.#keys.interval, graceKey(this.#keys, claim.agent), this.#keys.log],
-        [claim.id, ms(timings.minRecoveryIntervalMs), ms(timings.graceMs), this.#entry(claim, 'recovered'), String(this.#logSize)],
-      );
+    const args = [claim.id, ms(timings.minRecoveryIntervalMs), ms(timings.graceMs), this.#entry(claim, 'recovered'), String(this.#logSize)];
+    await this.#link.run((c) => c.recoveryCommit([this.#keys.interval, graceKey(this.#keys, claim.agent), this.#keys.log], args));
   }
 
   /** {@inheritDoc RecoveryLimiter.release} */
   async release(claim: RecoveryClaim): Promise<void> {
-    await this.#link
-      .within()
-      .recoveryRelease([this.#keys.interval, graceKey(this.#keys, claim.agent), this.#keys.log], [claim.id, this.#entry(claim, 'released'), String(this.#logSize)]);
+    const args = [claim.id, this.#entry(claim, 'released'), String(this.#logSize)];
+    await this.#link.run((c) => c.recoveryRelease([this.#keys.interval, graceKey(this.#keys, claim.agent), this.#keys.log], args));
   }
 
   /** The newest `limit` entries of the fleet's recovery log, newest first. */
   async log(limit = this.#logSize): Promise<RecoveryLogEntry[]> {
-    const raw = await this.#link.within().lRange(this.#keys.log, 0, Math.max(0, limit - 1));
+    const raw = await this.#link.run((c) => c.lRange(this.#keys.log, 0, Math.max(0, limit - 1)));
     const entries: RecoveryLogEntry[] = [];
     for (const line of raw) {
       try {

@@ -11,6 +11,9 @@
  *    order, as soon as Redis answers again — unless their epoch has passed meanwhile;
  *  - a write refused because its epoch is no longer the fleet's rejects with `StaleEpochError`
  *    (the ledger drops it); the refusal names the current epoch, which this replica adopts.
+ * A write whose deadline passed may still have landed (the command was sent): it is held and
+ * written again, so writes are at least once. The ledger's changes are idempotent (set a time that
+ * only moves forward, a nonce, a request), so a change applied twice is the same change.
  * Reads (`get`) are not buffered: a status lookup while Redis is down fails, and the watchdog
  * treats a failed lookup as "nothing happens".
  */
@@ -79,7 +82,7 @@ export class RedisBindStore implements BindStore {
 
   /** {@inheritDoc BindStore.get} — rejects when Redis cannot be reached within the command timeout. */
   async get(epoch: string, agent: string): Promise<BindRecord | undefined> {
-    const raw = await this.#o.link.within().hGet(ledgerKey(this.#o.keys, epoch), agent);
+    const raw = await this.#o.link.run((c) => c.hGet(ledgerKey(this.#o.keys, epoch), agent));
     const key = recordKey(epoch, agent);
     let record: BindRecord | undefined;
     if (typeof raw === 'string') {
@@ -108,7 +111,7 @@ export class RedisBindStore implements BindStore {
 
   /** {@inheritDoc BindStore.retainOnly} */
   async retainOnly(epoch: string): Promise<void> {
-    await this.#o.link.within().ledgerRetain([this.#o.keys.ledgers], [epoch, this.#o.keys.ledgerPrefix]);
+    await this.#o.link.run((c) => c.ledgerRetain([this.#o.keys.ledgers], [epoch, this.#o.keys.ledgerPrefix]));
   }
 
   /** Writes held right now. */
@@ -167,9 +170,8 @@ export class RedisBindStore implements BindStore {
       const next = Object.freeze(mutate(seen?.record));
       const remaining = deadline - performance.now();
       if (remaining <= 0) throw new DeadlineError('the write deadline passed');
-      const reply = await this.#o.link
-        .within(remaining)
-        .ledgerCas([this.#o.keys.epoch, ledgerKey(this.#o.keys, epoch)], [epoch, agent, String(seen?.version ?? 0), JSON.stringify(next)]);
+      const args = [epoch, agent, String(seen?.version ?? 0), JSON.stringify(next)];
+      const reply = await this.#o.link.run((c) => c.ledgerCas([this.#o.keys.epoch, ledgerKey(this.#o.keys, epoch)], args), remaining);
       if (!Array.isArray(reply)) throw new Error(`unexpected ledger reply ${JSON.stringify(reply)}`);
       const [status, first, second] = reply.map(String);
       if (status === 'ok') {
@@ -213,17 +215,20 @@ export class RedisBindStore implements BindStore {
     this.#timer = this.#o.clock.setTimeout(() => {
       this.#timer = undefined;
       if (this.#flushing !== undefined) return;
-      this.#flushing = this.#flush(Number.POSITIVE_INFINITY).finally(() => {
+      this.#flushing = this.#flush(Number.POSITIVE_INFINITY).then((complete) => {
         this.#flushing = undefined;
-        // Writes that queued behind a key in flight go at once; a failed round backs off.
-        this.#flushSoon(this.#o.link.up && !this.#suspect ? 0 : this.#o.flushIntervalMs);
+        // Writes that queued behind a key in flight go at once; a round that failed backs off.
+        this.#flushSoon(complete && this.#o.link.up && !this.#suspect ? 0 : this.#o.flushIntervalMs);
       });
     }, delayMs);
   }
 
-  /** Writes held entries until none is left, Redis fails again, or `deadline` passes. */
-  async #flush(deadline: number): Promise<void> {
-    if (!this.#o.link.up) return;
+  /**
+   * Writes held entries until none is left, Redis fails again, or `deadline` passes; resolves
+   * false when the round stopped on a failure. Never rejects.
+   */
+  async #flush(deadline: number): Promise<boolean> {
+    if (!this.#o.link.up) return false;
     let failedAgain = false;
     const worker = async (): Promise<void> => {
       while (!failedAgain && performance.now() < deadline) {
@@ -239,6 +244,7 @@ export class RedisBindStore implements BindStore {
       this.#episode = { active: false, flushed: 0, stale: 0 };
       this.#o.emit('writes:flushed', { flushed, stale });
     }
+    return !failedAgain;
   }
 
   /** Writes one held entry; false when Redis failed again (the entry is held again). */
