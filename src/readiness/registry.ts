@@ -16,6 +16,7 @@ import { Mutex } from 'async-mutex';
 import type { ProfileConfig, ServerConfig } from '../config/types.js';
 import { serverFingerprint } from '../config/fingerprint.js';
 import type { Clock, TimerHandle } from '../clock.js';
+import { DEADLINE, withDeadline } from '../deadline.js';
 import { McpSupervisorError, isMcpSupervisorError, describeError, type SerializedError } from '../errors.js';
 import type { EventSink } from '../events.js';
 import type { QuiesceReport } from '../discovery/coordinator.js';
@@ -260,44 +261,19 @@ export class ReadinessRegistry {
     }
     const next = this.ensure(entry);
     const outcome = await this.raceDeadline(next.promise, options, key);
-    if (outcome !== 'deadline') return { view: outcome.view, catalog: this.catalogOf(outcome, entry) };
+    if (outcome !== DEADLINE) return { view: outcome.view, catalog: this.catalogOf(outcome, entry) };
     // The deadline and a settlement can land in the same tick: prefer the settlement.
     if (entry.settled) return { view: entry.settled.view, catalog: this.catalogOf(entry.settled, entry) };
     const view = this.liveView(entry, { waitTimedOut: true });
     return { view, catalog: buildCatalog(entry.config, entry.outcomes, (server) => this.sessions.isExcluded(key, server)) };
   }
 
-  private raceDeadline<T>(promise: Promise<T>, options: WaitOptions, key: string): Promise<T | 'deadline'> {
-    const { maxWaitMs, signal } = options;
-    if (signal?.aborted) return Promise.reject(new McpSupervisorError('CANCELLED', 'the wait was cancelled', { profile: key }));
-    if (maxWaitMs === undefined && signal === undefined) return promise;
-    return new Promise<T | 'deadline'>((resolve, reject) => {
-      let timer: TimerHandle | undefined;
-      const onAbort = (): void => {
-        cleanup();
-        reject(new McpSupervisorError('CANCELLED', 'the wait was cancelled', { profile: key, cause: signal?.reason }));
-      };
-      const cleanup = (): void => {
-        this.clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      if (maxWaitMs !== undefined) {
-        timer = this.clock.setTimeout(() => {
-          cleanup();
-          resolve('deadline');
-        }, maxWaitMs);
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-      promise.then(
-        (value) => {
-          cleanup();
-          resolve(value);
-        },
-        (error: unknown) => {
-          cleanup();
-          reject(error);
-        },
-      );
+  private raceDeadline<T>(promise: Promise<T>, options: WaitOptions, key: string): Promise<T | typeof DEADLINE> {
+    return withDeadline(promise, {
+      ms: options.maxWaitMs,
+      clock: this.clock,
+      signal: options.signal,
+      onAbort: (reason) => new McpSupervisorError('CANCELLED', 'the wait was cancelled', { profile: key, cause: reason }),
     });
   }
 
@@ -624,14 +600,14 @@ export class ReadinessRegistry {
     const entry = this.entryFor(key);
     while (!entry.settled || entry.phase !== 'idle') {
       const outcome = await this.raceDeadline(this.ensure(entry).promise, options, key);
-      if (outcome === 'deadline') return this.liveView(entry, { waitTimedOut: true });
+      if (outcome === DEADLINE) return this.liveView(entry, { waitTimedOut: true });
     }
     entry.next ??= deferred<Settlement>();
     const next = entry.next;
     entry.phase = 'starting';
     this.track(this.startOwner(entry, servers, reason));
     const outcome = await this.raceDeadline(next.promise, options, key);
-    return outcome === 'deadline' ? this.liveView(entry, { waitTimedOut: true }) : outcome.view;
+    return outcome === DEADLINE ? this.liveView(entry, { waitTimedOut: true }) : outcome.view;
   }
 
   // ---------------------------------------------------------------- retry
@@ -666,7 +642,7 @@ export class ReadinessRegistry {
       }
     });
     const outcome = await this.raceDeadline(next.promise, options, key);
-    return outcome === 'deadline' ? this.liveView(entry, { waitTimedOut: true }) : outcome.view;
+    return outcome === DEADLINE ? this.liveView(entry, { waitTimedOut: true }) : outcome.view;
   }
 
   // ---------------------------------------------------------------- reload
