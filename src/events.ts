@@ -8,6 +8,7 @@
  * host's logs through an event. Nothing is scrubbed when an event has no listener.
  */
 import { scrubDeep } from './config/redact.js';
+import { eventChannel } from './observability/channels.js';
 
 /** A map from event name to payload type. */
 export type EventMap = object;
@@ -21,7 +22,11 @@ export interface EventSink<Events extends EventMap> {
 export class TypedEmitter<Events extends EventMap> {
   private readonly listeners = new Map<keyof Events, Set<(payload: never) => void>>();
 
-  constructor(private readonly onListenerError: (error: unknown, event: keyof Events) => void = () => undefined) {}
+  constructor(
+    private readonly onListenerError: (error: unknown, event: keyof Events) => void = () => undefined,
+    /** Also publish every event on the `mcp-supervisor:event` diagnostics channel (the host's emitter does). */
+    private readonly mirror = false,
+  ) {}
 
   /** Subscribes; returns a function that unsubscribes. */
   on<Name extends keyof Events>(event: Name, listener: (payload: Events[Name]) => void): () => void {
@@ -42,8 +47,11 @@ export class TypedEmitter<Events extends EventMap> {
   /** Calls every listener of `event` synchronously. */
   emit<Name extends keyof Events>(event: Name, payload: Events[Name]): void {
     const set = this.listeners.get(event);
-    if (!set || set.size === 0) return;
+    const mirrored = this.mirror && eventChannel.hasSubscribers;
+    if ((!set || set.size === 0) && !mirrored) return;
     const safePayload = scrubDeep(payload);
+    if (mirrored) eventChannel.publish({ name: String(event), payload: safePayload });
+    if (!set) return;
     for (const listener of [...set]) {
       try {
         (listener as (payload: Events[Name]) => void)(safePayload);
