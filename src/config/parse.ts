@@ -20,6 +20,7 @@
  * The server builder (transports, `${VAR}` expansion, URL credentials) is `build-server.ts`; how
  * problems are described, and the INVALID_CONFIG error listing them, is `issues.ts`.
  */
+import { deepFreeze } from '../freeze.js';
 import { z } from 'zod';
 import type { Environment } from './expand.js';
 import { buildServer, rawServerSchema } from './build-server.js';
@@ -77,13 +78,6 @@ export function isParsedProfileConfig(value: unknown): value is ProfileConfig {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[PARSED] === true;
 }
 
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
-}
 
 function workspaceFolderOf(context: ParseContext): string | undefined {
   if (context.workspaceFolder !== undefined) return context.workspaceFolder;

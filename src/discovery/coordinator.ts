@@ -1,94 +1,33 @@
 /**
  * The main-thread side of discovery: one owner (discovery body) per profile key, started in the
  * piscina pool, its outcomes accepted only while its generation is current, and retired through
- * the quiescence ladder:
+ * the quiescence ladder (`./quiesce.ts`: cooperative cancel, then worker termination, then
+ * SIGKILL of every recorded process group). The coordinator never starts a second owner for a key
+ * while the first is alive.
  *
- *   1. cooperative — bump the generation, raise the cancel flag, `Atomics.notify`; the body kills
- *      its process groups from its own loop and returns;
- *   2. terminate   — after `quiesceGraceMs`, abort the piscina task: the worker is terminated, and
- *      we wait for its `exit` event;
- *   3. kill        — SIGKILL every process group whose leader the body recorded in the
- *      SharedArrayBuffer, and wait (bounded) until `/proc` shows none of them running.
- *
- * `quiesce()` resolves only when the worker has exited and every recorded process is gone
- * (zombies are counted as dead, and reported); it says how long each rung took. The coordinator
- * never starts a second owner for a key while the first is alive.
+ * Options and their validation live in `./options.ts`; this module re-exports them (and the
+ * ladder's report types) so that its importers need not know the split.
  */
-import { once } from 'node:events';
-import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { type Clock, systemClock } from '../clock.js';
 import type { ServerConfig } from '../config/types.js';
 import { DEFAULT_CLIENT_INFO } from '../client/info.js';
 import type { RpcReply, RpcRequest } from '../client/remote.js';
 import { type ClientSideDescriptor, type SideCall, bareDescriptor } from '../connection/client-side.js';
-import { McpSupervisorError, describeError } from '../errors.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { processState, runningGroupMembers, signalGroup } from '../process/proc.js';
-import { EntrySlots, PID_SLOTS } from './slots.js';
-import type { SharingStats } from './shared.js';
-import type { BodyMessage, BodyResult, BodyTestHooks, DiscoveryLimits, DiscoveryTask, SettledOutcome } from './types.js';
 import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SCHEMA_DEPTH } from '../connection/limits.js';
+import { McpSupervisorError, describeError } from '../errors.js';
+import { processState } from '../process/proc.js';
+import { type DiscoveryOptions, type ResolvedDiscoveryOptions, resolveDiscoveryOptions } from './options.js';
+import { type Entry, type Owner, type QuiesceReport, type QuiesceStats, QuiesceHistory, QuiescenceLadder } from './quiesce.js';
+import type { SharingStats } from './shared.js';
+import { EntrySlots } from './slots.js';
+import type { BodyMessage, BodyResult, BodyTestHooks, DiscoveryLimits, DiscoveryTask, SettledOutcome } from './types.js';
 
-/** Tuning of discovery. Every field is optional; defaults are in {@link resolveDiscoveryOptions}. */
-export interface DiscoveryOptions {
-  /**
-   * Worker threads in the pool. Default: one less than the machine's cores (at least 1, at most
-   * 4), so a core stays free for the host's own main thread.
-   */
-  maxThreads?: number;
-  /**
-   * OS scheduling priority (nice, 0–19) of discovery workers and of the servers they spawn for
-   * discovery. Default 19: discovery yields the CPU to the host; sessions keep normal priority.
-   */
-  niceness?: number;
-  /** Idle workers are ended after this long (ms). Default 30 000. */
-  idleTimeoutMs?: number;
-  /** Servers of one profile connected at once. Default 4. */
-  serverConcurrency?: number;
-  /** Per-server deadline for connect + listing (ms). Default 15 000. */
-  connectTimeoutMs?: number;
-  /** Cooperative rung of the quiescence ladder (ms) before the worker is terminated. Default 250. */
-  quiesceGraceMs?: number;
-  /** How long the terminate and kill rungs may wait for an exit before giving up (ms). Default 2000. */
-  quiesceHardWaitMs?: number;
-}
-
-/** {@link DiscoveryOptions} with every default filled in. */
-export type ResolvedDiscoveryOptions = Required<DiscoveryOptions>;
-
-function positiveInteger(name: string, value: number | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value <= 0 || value > max) {
-    throw new McpSupervisorError(
-      'INVALID_CONFIG',
-      `Expected \`discovery.${name}\` to be a positive integer${max < Number.MAX_SAFE_INTEGER ? ` up to ${max}` : ''}, got \`${String(value)}\` (${typeof value})`,
-    );
-  }
-  return value;
-}
-
-function niceness(value: number | undefined): number {
-  if (value === undefined) return 19;
-  if (!Number.isInteger(value) || value < 0 || value > 19) {
-    throw new McpSupervisorError('INVALID_CONFIG', `Expected \`discovery.niceness\` to be an integer from 0 to 19, got \`${String(value)}\` (${typeof value})`);
-  }
-  return value;
-}
-
-/** Validates discovery options and fills in defaults. @throws McpSupervisorError INVALID_CONFIG */
-export function resolveDiscoveryOptions(options: DiscoveryOptions = {}): ResolvedDiscoveryOptions {
-  return {
-    maxThreads: positiveInteger('maxThreads', options.maxThreads, Math.max(1, Math.min(4, availableParallelism() - 1))),
-    niceness: niceness(options.niceness),
-    idleTimeoutMs: positiveInteger('idleTimeoutMs', options.idleTimeoutMs, 30_000),
-    serverConcurrency: positiveInteger('serverConcurrency', options.serverConcurrency, 4, PID_SLOTS),
-    connectTimeoutMs: positiveInteger('connectTimeoutMs', options.connectTimeoutMs, 15_000),
-    quiesceGraceMs: positiveInteger('quiesceGraceMs', options.quiesceGraceMs, 250),
-    quiesceHardWaitMs: positiveInteger('quiesceHardWaitMs', options.quiesceHardWaitMs, 2000),
-  };
-}
+export { type DiscoveryOptions, type ResolvedDiscoveryOptions, resolveDiscoveryOptions } from './options.js';
+export type { QuiesceReport, QuiesceRung, QuiesceStats } from './quiesce.js';
 
 /**
  * The host's client side, as discovery needs it: a plain-data description of each server's side
@@ -116,29 +55,6 @@ export interface RunHandlers {
   onDone(info: { generation: number; error?: McpSupervisorError }): void;
 }
 
-/** Which rung finished the job. */
-export type QuiesceRung = 'idle' | 'cooperative' | 'terminate' | 'kill';
-
-/** What `quiesce()` did and how long each rung took. */
-export interface QuiesceReport {
-  key: string;
-  /** The generation that was retired (undefined when no body had run). */
-  generation: number | undefined;
-  reason: string;
-  /** The highest rung that was needed. */
-  rung: QuiesceRung;
-  cooperativeMs?: number;
-  terminateMs?: number;
-  killMs?: number;
-  totalMs: number;
-  /** True when the worker exited and no recorded process is still running. */
-  quiesced: boolean;
-  /** Recorded pids (or group members) still running after the kill rung: a failure. */
-  survivors: number[];
-  /** Recorded pids left as zombies (dead, not reaped: their worker was terminated). */
-  zombies: number[];
-}
-
 /** Counters and gauges of the discovery layer. */
 export interface DiscoveryStats {
   liveOwners: number;
@@ -152,43 +68,13 @@ export interface DiscoveryStats {
   /** Worker failures piscina could not attribute to a task (and the last one's message). */
   poolErrors: number;
   lastPoolError?: string;
-  quiesces: { total: number; byRung: Record<QuiesceRung, number>; cooperativeMs: number[]; terminateMs: number[]; killMs: number[] };
+  quiesces: QuiesceStats;
   /** Discovery shared across profiles (absent for a bare coordinator). */
   sharing?: SharingStats;
 }
 
-interface Owner {
-  generation: number;
-  abort: AbortController;
-  /** Settles (never rejects) when the piscina task is over. */
-  task: Promise<BodyResult | undefined>;
-  taskSettled: boolean;
-  port: MessagePort;
-}
-
-interface Entry {
-  slots: EntrySlots;
-  owner: Owner | undefined;
-  /** Zombies left by terminated workers, remembered for stats. */
-  zombies: Set<number>;
-}
-
-const KILL_POLL_MS = 5;
-/** Durations kept per rung for the stats (a ring; enough for p99). */
-const TIMING_HISTORY = 512;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-function elapsedSince(start: number): number {
-  return Math.round((performance.now() - start) * 100) / 100;
-}
-
-function pushBounded(list: number[], value: number): void {
-  list.push(value);
-  if (list.length > TIMING_HISTORY) list.shift();
-}
+/** The body's "I am done" (or "it died"), delivered at most once and only while current. */
+type ReportDone = (error?: McpSupervisorError) => void;
 
 /** Parses an outcome a body sent as JSON; one that cannot be read fails that server alone. */
 function readOutcome(server: string, json: string): SettledOutcome {
@@ -203,19 +89,14 @@ function readOutcome(server: string, json: string): SettledOutcome {
 export class DiscoveryCoordinator {
   readonly options: ResolvedDiscoveryOptions;
   private readonly pool: Piscina<DiscoveryTask, BodyResult>;
+  private readonly ladder: QuiescenceLadder;
   private readonly entries = new Map<string, Entry>();
   private peakWorkers = 0;
   private poolErrors = 0;
   private lastPoolError: string | undefined;
   private droppedStale = 0;
   private closed = false;
-  private readonly quiesceStats: DiscoveryStats['quiesces'] = {
-    total: 0,
-    byRung: { idle: 0, cooperative: 0, terminate: 0, kill: 0 },
-    cooperativeMs: [],
-    terminateMs: [],
-    killMs: [],
-  };
+  private readonly quiesceHistory = new QuiesceHistory();
 
   constructor(
     options: DiscoveryOptions = {},
@@ -223,12 +104,17 @@ export class DiscoveryCoordinator {
     private readonly limits: DiscoveryLimits = { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, maxCatalogItems: DEFAULT_MAX_CATALOG_ITEMS, maxSchemaDepth: DEFAULT_MAX_SCHEMA_DEPTH },
     /** The host's lifeline marker, added to every server a body spawns. */
     private readonly markerEnv?: Readonly<Record<string, string>>,
+    /** Times the ladder's waits (the grace, the hard waits, the kill poll). */
+    clock: Clock = systemClock,
   ) {
     this.options = resolveDiscoveryOptions(options);
     this.pool = new Piscina<DiscoveryTask, BodyResult>({
       filename: fileURLToPath(new URL('../../workers/discovery-body.js', import.meta.url)),
       maxThreads: this.options.maxThreads,
-      minThreads: 0,
+      // One thread stays: piscina (5.x) replaces a worker whose running task was aborted (our
+      // terminate rung) only up to `minThreads`, and with none kept a body queued behind the
+      // aborted one would never start. Idle, the thread is unref'd and costs a few MB.
+      minThreads: 1,
       idleTimeout: this.options.idleTimeoutMs,
       // One body per worker: terminating a worker must end exactly one body.
       concurrentTasksPerWorker: 1,
@@ -245,6 +131,12 @@ export class DiscoveryCoordinator {
       this.poolErrors++;
       this.lastPoolError = describeError(error);
     });
+    this.ladder = new QuiescenceLadder({
+      clock,
+      graceMs: this.options.quiesceGraceMs,
+      hardWaitMs: this.options.quiesceHardWaitMs,
+      workerOf: (threadId) => this.pool.threads.find((candidate) => candidate.threadId === threadId),
+    });
   }
 
   private entry(key: string): Entry {
@@ -254,6 +146,11 @@ export class DiscoveryCoordinator {
       this.entries.set(key, entry);
     }
     return entry;
+  }
+
+  /** Thread ids of the pool's workers now (tests check a terminated one is gone). */
+  threadIds(): number[] {
+    return this.pool.threads.map((worker) => worker.threadId);
   }
 
   /** The current generation of a key (0 before its first run). */
@@ -278,51 +175,28 @@ export class DiscoveryCoordinator {
   }
 
   /**
+   * The entry of a key that may begin a new generation: the coordinator is open and no body of
+   * the key is alive (one owner per key, always).
+   */
+  private claim(key: string): Entry {
+    if (this.closed) throw new McpSupervisorError('HOST_CLOSED', 'discovery is closed', { profile: key });
+    const entry = this.entry(key);
+    if (this.hasOwner(key) || entry.slots.liveOwners() > 0) {
+      throw new McpSupervisorError('QUIESCE_FAILED', `a discovery body of profile "${key}" is still alive; quiesce it before starting another`, { profile: key });
+    }
+    return entry;
+  }
+
+  /**
    * Starts discovery of `servers` for `key` in a new generation.
    * @throws McpSupervisorError `QUIESCE_FAILED` if a body of this key is still alive (quiesce it first),
    *   `HOST_CLOSED` after close().
    */
   start(key: string, servers: readonly ServerConfig[], handlers: RunHandlers, testHooks?: BodyTestHooks): { generation: number } {
-    if (this.closed) throw new McpSupervisorError('HOST_CLOSED', 'discovery is closed', { profile: key });
-    const entry = this.entry(key);
-    if (this.hasOwner(key) || entry.slots.liveOwners() > 0) {
-      throw new McpSupervisorError('QUIESCE_FAILED', `a discovery body of profile "${key}" is still alive; quiesce it before starting another`, {
-        profile: key,
-      });
-    }
+    const entry = this.claim(key);
     const generation = entry.slots.beginGeneration();
     const channel = new MessageChannel();
-    const abort = new AbortController();
-    let doneReported = false;
-    const reportDone = (error?: McpSupervisorError): void => {
-      if (doneReported || !entry.slots.isCurrent(generation)) return;
-      doneReported = true;
-      handlers.onDone(error === undefined ? { generation } : { generation, error });
-    };
-    const calls = new Map<number, AbortController>();
-    const byName = new Map(servers.map((server) => [server.name, server]));
-    channel.port1.on('message', (message: BodyMessage) => {
-      if (message.type === 'rpc-cancel') {
-        calls.get(message.id)?.abort(new Error('the server withdrew the request'));
-        return;
-      }
-      if (message.generation !== generation || !entry.slots.isCurrent(generation)) {
-        this.droppedStale++;
-        if (message.type === 'rpc' && message.id !== 0) channel.port1.postMessage({ type: 'rpc-reply', id: message.id, ok: false, error: { message: 'discovery was retired' } });
-        return;
-      }
-      if (message.type === 'rpc') this.serveCall(key, byName, message, calls, channel.port1);
-      else if (message.type === 'started') handlers.onStarted?.({ generation, threadId: message.threadId });
-      else if (message.type === 'outcome') handlers.onOutcome(readOutcome(message.server, message.json), generation);
-      else {
-        reportDone(message.error === undefined ? undefined : McpSupervisorError.fromJSON(message.error));
-        channel.port1.close();
-      }
-    });
-    // The body closes its end when it finishes; a terminated worker closes it implicitly.
-    channel.port1.once('close', () => {
-      reportDone(new McpSupervisorError('DISCOVERY_FAILED', `the discovery worker of profile "${key}" ended without finishing`, { profile: key }));
-    });
+    const reportDone = this.listen(key, entry, generation, servers, handlers, channel.port1);
     const task: DiscoveryTask = {
       profile: key,
       generation,
@@ -337,18 +211,59 @@ export class DiscoveryCoordinator {
       port: channel.port2,
       ...(testHooks === undefined ? {} : { testHooks }),
     };
-    const owner: Owner = {
-      generation,
-      abort,
-      taskSettled: false,
-      port: channel.port1,
-      task: Promise.resolve(undefined),
+    entry.owner = this.runBody(key, task, channel.port1, reportDone);
+    return { generation };
+  }
+
+  /**
+   * The main thread's end of a body's port: messages of the current generation go to `handlers`
+   * (or, for forwarded calls, to the host's client side); stale ones are counted and dropped.
+   * Returns the once-only "done" report, which the port's close also fires.
+   */
+  private listen(key: string, entry: Entry, generation: number, servers: readonly ServerConfig[], handlers: RunHandlers, port: MessagePort): ReportDone {
+    let doneReported = false;
+    const reportDone: ReportDone = (error) => {
+      if (doneReported || !entry.slots.isCurrent(generation)) return;
+      doneReported = true;
+      handlers.onDone(error === undefined ? { generation } : { generation, error });
     };
+    const calls = new Map<number, AbortController>();
+    const byName = new Map(servers.map((server) => [server.name, server]));
+    port.on('message', (message: BodyMessage) => {
+      if (message.type === 'rpc-cancel') {
+        calls.get(message.id)?.abort(new Error('the server withdrew the request'));
+        return;
+      }
+      if (message.generation !== generation || !entry.slots.isCurrent(generation)) {
+        this.droppedStale++;
+        if (message.type === 'rpc' && message.id !== 0) port.postMessage({ type: 'rpc-reply', id: message.id, ok: false, error: { message: 'discovery was retired' } });
+        return;
+      }
+      if (message.type === 'rpc') this.serveCall(key, byName, message, calls, port);
+      else if (message.type === 'started') handlers.onStarted?.({ generation, threadId: message.threadId });
+      else if (message.type === 'outcome') handlers.onOutcome(readOutcome(message.server, message.json), generation);
+      else {
+        reportDone(message.error === undefined ? undefined : McpSupervisorError.fromJSON(message.error));
+        port.close();
+      }
+    });
+    // The body closes its end when it finishes; a terminated worker closes it implicitly.
+    port.once('close', () => {
+      reportDone(new McpSupervisorError('DISCOVERY_FAILED', `the discovery worker of profile "${key}" ended without finishing`, { profile: key }));
+    });
+    return reportDone;
+  }
+
+  /** Runs a body in the pool; its owner's task settles (never rejects) when the body is over. */
+  private runBody(key: string, task: DiscoveryTask, port: MessagePort, reportDone: ReportDone): Owner {
+    const abort = new AbortController();
+    const owner: Owner = { generation: task.generation, abort, taskSettled: false, port, task: Promise.resolve(undefined) };
     owner.task = this.pool
-      .run(task, { transferList: [channel.port2], signal: abort.signal })
+      .run(task, { transferList: [task.port], signal: abort.signal })
       .then(
         (result) => result,
         (error: unknown) => {
+          // An aborted task is the ladder's doing: its report says what happened, not this.
           if (!abort.signal.aborted) {
             reportDone(new McpSupervisorError('DISCOVERY_FAILED', `discovery of profile "${key}" failed: ${describeError(error)}`, { profile: key }));
           }
@@ -358,8 +273,7 @@ export class DiscoveryCoordinator {
       .finally(() => {
         owner.taskSettled = true;
       });
-    entry.owner = owner;
-    return { generation };
+    return owner;
   }
 
   /**
@@ -367,12 +281,7 @@ export class DiscoveryCoordinator {
    * elsewhere (a discovery another profile shares). Same rules as {@link start}.
    */
   beginGeneration(key: string): { generation: number } {
-    if (this.closed) throw new McpSupervisorError('HOST_CLOSED', 'discovery is closed', { profile: key });
-    const entry = this.entry(key);
-    if (this.hasOwner(key) || entry.slots.liveOwners() > 0) {
-      throw new McpSupervisorError('QUIESCE_FAILED', `a discovery body of profile "${key}" is still alive; quiesce it before starting another`, { profile: key });
-    }
-    return { generation: entry.slots.beginGeneration() };
+    return { generation: this.claim(key).slots.beginGeneration() };
   }
 
   /** Drops the slots of a key nothing runs under any more (keys of finished shared flights). */
@@ -407,100 +316,15 @@ export class DiscoveryCoordinator {
   }
 
   /**
-   * Retires the key's current generation and walks the quiescence ladder until the body's worker
-   * has exited (or returned) and every process it recorded is gone.
+   * Retires the key's current generation (before the first await) and walks the quiescence
+   * ladder until the body's worker has exited (or returned) and every process it recorded is gone.
    */
   async quiesce(key: string, reason: string): Promise<QuiesceReport> {
-    const started = performance.now();
     const entry = this.entries.get(key);
-    const owner = entry?.owner;
-    const report: QuiesceReport = {
-      key,
-      generation: owner?.generation,
-      reason,
-      rung: 'idle',
-      totalMs: 0,
-      quiesced: true,
-      survivors: [],
-      zombies: [],
-    };
-    if (!entry) return report;
-    entry.slots.retire();
-    if (owner) owner.port.close();
-
-    if (owner && !owner.taskSettled) {
-      report.rung = 'cooperative';
-      const cooperativeStart = performance.now();
-      const finished = await Promise.race([owner.task.then(() => true), sleep(this.options.quiesceGraceMs).then(() => false)]);
-      report.cooperativeMs = elapsedSince(cooperativeStart);
-      if (!finished) {
-        report.rung = 'terminate';
-        const terminateStart = performance.now();
-        const exited = await this.terminateOwner(entry, owner);
-        report.terminateMs = elapsedSince(terminateStart);
-        if (!exited) report.quiesced = false;
-      }
-    }
-
-    const recorded = entry.slots.pids();
-    if (recorded.length > 0) {
-      // Processes outlived the body (terminated worker, or a cooperative cancel that missed one).
-      report.rung = 'kill';
-      const killStart = performance.now();
-      const { survivors, zombies } = await this.killRecorded(entry, recorded);
-      report.killMs = elapsedSince(killStart);
-      report.survivors = survivors;
-      report.zombies = zombies;
-      if (survivors.length > 0) report.quiesced = false;
-    }
-    if (entry.slots.liveOwners() > 0) report.quiesced = false;
-    if (entry.owner === owner && owner?.taskSettled) entry.owner = undefined;
-    report.totalMs = elapsedSince(started);
-    this.recordQuiesce(report);
+    const report = await this.ladder.retire(key, reason, entry);
+    // A key that never ran is not a quiescence: nothing to count.
+    if (entry) this.quiesceHistory.record(report);
     return report;
-  }
-
-  /** Terminate rung: abort the piscina task and wait for the worker's exit. */
-  private async terminateOwner(entry: Entry, owner: Owner): Promise<boolean> {
-    const threadId = entry.slots.ownerThread(owner.generation);
-    const worker: Worker | undefined = threadId === undefined ? undefined : this.pool.threads.find((candidate) => candidate.threadId === threadId);
-    const exit = worker ? once(worker, 'exit').then(() => true) : Promise.resolve(true);
-    owner.abort.abort(new Error('quiescence: cooperative cancel did not finish in time'));
-    const exited = await Promise.race([Promise.all([exit, owner.task]).then(() => true), sleep(this.options.quiesceHardWaitMs).then(() => false)]);
-    // The body cannot decrement its ownership from a terminated thread: do it for it, exactly once.
-    if (exited) entry.slots.leaveOwner(owner.generation);
-    return exited;
-  }
-
-  /** Kill rung: SIGKILL each recorded group and wait until none of its members is running. */
-  private async killRecorded(entry: Entry, pids: number[]): Promise<{ survivors: number[]; zombies: number[] }> {
-    for (const pid of pids) signalGroup(pid, 'SIGKILL');
-    const deadline = performance.now() + this.options.quiesceHardWaitMs;
-    let running = pids.filter((pid) => processState(pid) === 'alive' || runningGroupMembers(pid).length > 0);
-    while (running.length > 0 && performance.now() < deadline) {
-      await sleep(KILL_POLL_MS);
-      for (const pid of running) signalGroup(pid, 'SIGKILL');
-      running = running.filter((pid) => processState(pid) === 'alive' || runningGroupMembers(pid).length > 0);
-    }
-    const zombies: number[] = [];
-    for (const pid of pids) {
-      if (running.includes(pid)) continue;
-      if (processState(pid) === 'zombie') {
-        zombies.push(pid);
-        entry.zombies.add(pid);
-      }
-      entry.slots.clearPid(pid);
-    }
-    return { survivors: running, zombies };
-  }
-
-  private recordQuiesce(report: QuiesceReport): void {
-    const stats = this.quiesceStats;
-    stats.total++;
-    stats.byRung[report.rung]++;
-    if (report.rung === 'cooperative') pushBounded(stats.cooperativeMs, report.totalMs);
-    if (report.terminateMs !== undefined) pushBounded(stats.terminateMs, report.terminateMs);
-    if (report.killMs !== undefined) pushBounded(stats.killMs, report.killMs);
   }
 
   /** A snapshot of counters and gauges. */
@@ -528,13 +352,7 @@ export class DiscoveryCoordinator {
       droppedStaleMessages: this.droppedStale,
       poolErrors: this.poolErrors,
       ...(this.lastPoolError === undefined ? {} : { lastPoolError: this.lastPoolError }),
-      quiesces: {
-        total: this.quiesceStats.total,
-        byRung: { ...this.quiesceStats.byRung },
-        cooperativeMs: [...this.quiesceStats.cooperativeMs],
-        terminateMs: [...this.quiesceStats.terminateMs],
-        killMs: [...this.quiesceStats.killMs],
-      },
+      quiesces: this.quiesceHistory.snapshot(),
     };
   }
 

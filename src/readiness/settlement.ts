@@ -7,6 +7,7 @@
  * messages, stderr tails and the view's error go through the scrubber of `config/redact.ts` here,
  * on the main thread, whatever a discovery worker or a server wrote into them.
  */
+import { deepFreeze } from '../freeze.js';
 import { scrubDeep, scrubTail, scrubText } from '../config/redact.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ProfileConfig } from '../config/types.js';
@@ -51,14 +52,7 @@ export function serverToolKey(server: string, tool: string): string {
   return `${server}\0${tool}`;
 }
 
-/** Recursively freezes plain data (tool schemas arrive as fresh structured clones, owned by us). */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
-}
+export { deepFreeze };
 
 /** The servers of a profile that discovery should look at. */
 export function enabledServers(config: ProfileConfig | undefined): string[] {

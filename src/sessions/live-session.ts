@@ -6,6 +6,9 @@
  * session is declared lost by the supervisor, from the facts a request's delivery record holds
  * (the server answered 404/400 for its session id); a broken answer stream fails only the request
  * it carried, never the session.
+ *
+ * Every wait of a session (the resumed stream, roots settling, a DELETE, a drain) is bounded on the
+ * supervisor's injected {@link Clock} through {@link withDeadline}, so tests drive them by hand.
  */
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -15,6 +18,8 @@ import type { ClientSide } from '../connection/client-side.js';
 import { ConnectError, type Connection, openConnection } from '../connection/connect.js';
 import { TrackedHttpTransport } from '../connection/http-transport.js';
 import type { ExitInfo } from '../process/stdio-transport.js';
+import { type Clock, sleepOn } from '../clock.js';
+import { withDeadline } from '../deadline.js';
 
 /** Bound of every DELETE that ends an HTTP session (close, or an unused discovery session). */
 export const DELETE_TIMEOUT_MS = 2000;
@@ -32,6 +37,8 @@ export { ConnectError as SessionOpenError };
 export interface OpenOptions {
   /** Monotonic id the supervisor assigns. */
   id: number;
+  /** The clock of every bounded wait of the session (stream, roots, DELETE, drain). */
+  clock: Clock;
   /** Bounds `initialize` (ms). */
   connectTimeoutMs: number;
   signal?: AbortSignal;
@@ -56,24 +63,12 @@ export interface OpenOptions {
 /** Where a session is in its life. */
 type SessionState = { kind: 'alive' } | { kind: 'dead'; exit: ExitInfo | undefined } | { kind: 'closed' };
 
-/** Resolves after `ms`, or never blocks the process (unref'd). */
-function unrefDelay(ms: number): { promise: Promise<void>; cancel(): void } {
-  let timer: NodeJS.Timeout | undefined;
-  const promise = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
-  return { promise, cancel: () => clearTimeout(timer) };
-}
-
-/** Runs `work`, giving up waiting after `ms` (the work itself is left to finish or fail alone). */
-async function bounded(work: Promise<unknown>, ms: number): Promise<void> {
-  const delay = unrefDelay(ms);
-  try {
-    await Promise.race([work.catch(() => undefined), delay.promise]);
-  } finally {
-    delay.cancel();
-  }
+/**
+ * Waits for `work` at most `ms` on `clock`; never throws (the work itself is left to finish or
+ * fail alone: every wait it bounds is best effort).
+ */
+async function bounded(clock: Clock, work: Promise<unknown>, ms: number): Promise<void> {
+  await withDeadline(work.catch(() => undefined), { ms, clock });
 }
 
 /**
@@ -84,7 +79,7 @@ async function bounded(work: Promise<unknown>, ms: number): Promise<void> {
  * retried a few times with a short doubling delay. Best effort: without the stream, calls still
  * work, only notifications are missed. A server without the stream (404/405) is fine.
  */
-async function openStandaloneStream(transport: TrackedHttpTransport, alive: () => boolean): Promise<void> {
+async function openStandaloneStream(transport: TrackedHttpTransport, clock: Clock, alive: () => boolean): Promise<void> {
   for (let attempt = 0; attempt < STANDALONE_STREAM_ATTEMPTS && alive(); attempt++) {
     try {
       // An empty resumption token sends no Last-Event-ID: a fresh stream, as after `initialize`.
@@ -92,7 +87,7 @@ async function openStandaloneStream(transport: TrackedHttpTransport, alive: () =
       return;
     } catch (error) {
       if ((error as { code?: unknown }).code !== 409) return;
-      await unrefDelay(25 * 2 ** attempt).promise;
+      await sleepOn(clock, 25 * 2 ** attempt);
     }
   }
 }
@@ -106,6 +101,7 @@ export class LiveSession {
     readonly connection: Connection,
     /** True when this session resumed discovery's HTTP session (no `initialize` was sent). */
     readonly resumed: boolean,
+    private readonly clock: Clock,
   ) {}
 
   /** False once the session died or was closed. */
@@ -160,7 +156,7 @@ export class LiveSession {
         client.setNotificationHandler(ResourceListChangedNotificationSchema, changed('resources'));
       },
     });
-    session = new LiveSession(options.id, connection, options.resume !== undefined);
+    session = new LiveSession(options.id, connection, options.resume !== undefined, options.clock);
     if (connection.exit) session.died(connection.exit, options);
     const transport = connection.transport;
     if (options.resume && transport instanceof TrackedHttpTransport) {
@@ -168,14 +164,15 @@ export class LiveSession {
       // the server: it registers the stream before it answers the GET.
       const opened = session;
       await bounded(
-        openStandaloneStream(transport, () => opened.alive),
+        options.clock,
+        openStandaloneStream(transport, options.clock, () => opened.alive),
         options.connectTimeoutMs,
       );
     }
     // A resumed session was initialised by discovery, whose worker may have let go of the stream
     // before the server's start-up `roots/list` came (the server stores it for a replay we cannot
     // ask for: no event id was seen). Told the roots changed, a server that wants them asks again.
-    if (options.resume && side.listRoots) await bounded(connection.client.sendRootsListChanged(), Math.min(ROOTS_SETTLE_MS, options.connectTimeoutMs));
+    if (options.resume && side.listRoots) await bounded(options.clock, connection.client.sendRootsListChanged(), Math.min(ROOTS_SETTLE_MS, options.connectTimeoutMs));
     if (side.rootsAskedBefore?.()) await LiveSession.settleRoots(connection, options);
     return session;
   }
@@ -191,6 +188,7 @@ export class LiveSession {
   private static async settleRoots(connection: Connection, options: OpenOptions): Promise<void> {
     const ms = Math.min(ROOTS_SETTLE_MS, options.connectTimeoutMs);
     await bounded(
+      options.clock,
       connection.rootsAnswered.then(() => connection.client.ping({ timeout: ms })),
       ms,
     );
@@ -204,9 +202,9 @@ export class LiveSession {
 
   /**
    * Terminates (HTTP DELETE) a Streamable HTTP session that will never be resumed, bounded by
-   * {@link DELETE_TIMEOUT_MS}. Never throws: a server that is gone or refuses is fine.
+   * {@link DELETE_TIMEOUT_MS} on `clock`. Never throws: a server that is gone or refuses is fine.
    */
-  static async discard(server: ServerConfig, resume: ResumableSession, authProvider?: OAuthClientProvider): Promise<void> {
+  static async discard(server: ServerConfig, resume: ResumableSession, clock: Clock, authProvider?: OAuthClientProvider): Promise<void> {
     if (server.transport !== 'http') return;
     const transport = new TrackedHttpTransport({
       url: new URL(server.url),
@@ -218,7 +216,7 @@ export class LiveSession {
     try {
       // start() only creates the abort controller the DELETE listens to, so close() can cut it short.
       await transport.start();
-      await bounded(transport.terminateSession(), DELETE_TIMEOUT_MS);
+      await bounded(clock, transport.terminateSession(), DELETE_TIMEOUT_MS);
     } finally {
       await transport.close().catch(() => undefined);
     }
@@ -237,7 +235,7 @@ export class LiveSession {
   async retire(maxWaitMs: number): Promise<void> {
     this.abandon();
     const transport = this.connection.transport;
-    if (transport instanceof TrackedHttpTransport && transport.inFlight > 0) await bounded(transport.whenIdle(), maxWaitMs);
+    if (transport instanceof TrackedHttpTransport && transport.inFlight > 0) await bounded(this.clock, transport.whenIdle(), maxWaitMs);
     await this.kill();
   }
 
@@ -250,7 +248,7 @@ export class LiveSession {
     const transport = this.connection.transport;
     if (transport instanceof TrackedHttpTransport && transport.sessionId) {
       // Tell the server it can drop the session; a server that is gone or silent is fine too.
-      await bounded(transport.terminateSession(), DELETE_TIMEOUT_MS);
+      await bounded(this.clock, transport.terminateSession(), DELETE_TIMEOUT_MS);
     }
     if (transport instanceof TrackedHttpTransport || this.connection.pid === undefined) {
       await this.connection.client.close().catch(() => undefined);

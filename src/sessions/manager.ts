@@ -14,7 +14,8 @@ import type { ServerOutcome } from '../discovery/types.js';
 import type { EventSink } from '../events.js';
 import type { ReadRequest, SessionLayer, ToolCallRequest } from '../readiness/driver.js';
 import type { ClientSide } from '../connection/client-side.js';
-import { type CatalogLists, type SessionOptions, type SupervisorEvents, type SupervisorStats, ServerSupervisor } from './supervisor.js';
+import { ServerSupervisor } from './supervisor.js';
+import type { CatalogLists, SessionOptions, SupervisorEvents, SupervisorStats } from './types.js';
 
 interface Slot {
   supervisor: ServerSupervisor;

@@ -140,7 +140,7 @@ test('a body stuck in a synchronous loop is quiesced through the hard rungs (ter
   t.true(await pollUntil(() => coordinator.stats().recordedChildren === 1, { timeoutMs: 10_000 }));
   t.true(await pollUntil(() => pidsWithTag(tag).length >= 2, { timeoutMs: 10_000 }));
   const tagged = pidsWithTag(tag);
-  const workersBefore = coordinator.stats().workers;
+  const stuckThreads = coordinator.threadIds();
 
   const report = await coordinator.quiesce('p', 'stuck');
   t.true(report.quiesced, JSON.stringify(report));
@@ -150,8 +150,21 @@ test('a body stuck in a synchronous loop is quiesced through the hard rungs (ter
   t.deepEqual(report.survivors, []);
   for (const pid of tagged) t.not(procState(pid), 'alive');
   t.is(coordinator.liveOwners('p'), 0);
-  t.true(coordinator.stats().workers < workersBefore, 'the stuck worker was terminated');
+  t.false(coordinator.threadIds().some((id) => stuckThreads.includes(id)), 'the stuck worker was terminated');
   t.is(stuck.outcomes.size, 0);
+});
+
+test('a body queued behind one that needs the terminate rung starts once it is gone (one thread: piscina must replace the aborted worker)', async (t) => {
+  const tag = useFixtureTag(t);
+  const coordinator = newCoordinator(t, { maxThreads: 1, connectTimeoutMs: 600_000, quiesceGraceMs: 100 });
+  run(coordinator, 'stuck', servers({ hang: stdioFixtureConfig(['--hang-initialize'], { tag }) }), { blockAfterSpawnMs: -1 });
+  t.true(await pollUntil(() => coordinator.stats().recordedChildren === 1, { timeoutMs: 10_000 }));
+  const queued = run(coordinator, 'queued', servers({ ok: stdioFixtureConfig([], { tag }) }));
+  const report = await coordinator.quiesce('stuck', 'stuck');
+  t.is(report.rung, 'kill', JSON.stringify(report));
+  const finished = await queued.done;
+  t.is(finished.error, undefined);
+  t.is(queued.outcomes.get('ok')?.status, 'ready');
 });
 
 test('the zombie path: a server killed after its stuck worker was terminated is reported as a zombie, never as alive, and counted in stats', async (t) => {

@@ -1,6 +1,7 @@
 /**
- * The call policy (`decide`), row by row and as properties over every combination of facts.
- * The rows pin the rule of DESIGN §5; the properties pin what must hold whatever the facts:
+ * The call policy (`decide`), row by row, as a decision table checked against every combination
+ * of facts, and as properties. The named rows tell the rule of DESIGN §5 case by case; the table
+ * gives every combination its one expected verdict; the properties pin what must hold whatever the facts:
  * nothing that may have run is resent as if it had not, a replay happens only for tools safe to
  * repeat and only once, an exit is never a timeout, and every call ends within three attempts.
  */
@@ -53,6 +54,137 @@ for (const [title, facts, verdict] of rows) {
 
 const states: DeliveryState[] = ['unsent', 'refused', 'rejected', 'sending', 'accepted', 'unknown'];
 const errors: ErrorClass[] = ['cancelled', 'timeout', 'rpc', 'auth', 'transport'];
+
+// ------------------------------------------------------------------ the whole decision table
+
+/** The facts `decide` reads, flat: one column each. */
+interface Columns {
+  transport: FailureFacts['transport'];
+  error: ErrorClass;
+  state: DeliveryState;
+  sessionLost: boolean;
+  streamLost: boolean;
+  exited: boolean;
+  resent: boolean;
+  replayed: boolean;
+  replayable: boolean;
+}
+
+/** A row's condition: per column one value or a list of values; a column left out is "any". */
+type Condition = { [Column in keyof Columns]?: Columns[Column] | readonly Columns[Column][] };
+
+const BOTH = [false, true] as const;
+const HTTP = ['http', 'sse'] as const;
+/** Errors that do not explain themselves: delivery and liveness decide. */
+const SILENT = ['timeout', 'transport'] as const;
+const NOT_CANCELLED = ['timeout', 'rpc', 'auth', 'transport'] as const;
+const NOT_RUN = ['unsent', 'rejected'] as const;
+const MAY_HAVE_RUN = ['sending', 'accepted', 'unknown'] as const;
+
+const fail = (reason: Extract<Verdict, { action: 'fail' }>['reason']): Verdict => ({ action: 'fail', reason });
+const resend: Verdict = { action: 'resend', freshSession: true };
+
+/**
+ * The rule as a decision table: the rows are disjoint and together cover every combination of
+ * facts (both checked below), so each combination has exactly one expected verdict.
+ */
+const table: [Condition, Verdict][] = [
+  // Whatever the transport.
+  [{ error: 'cancelled' }, fail('cancelled')],
+  [{ error: NOT_CANCELLED, sessionLost: true, resent: false }, resend],
+  [{ error: NOT_CANCELLED, sessionLost: true, resent: true, replayed: false }, fail('lost-again-not-run')],
+  [{ error: NOT_CANCELLED, sessionLost: true, resent: true, replayed: true }, fail('lost-again-maybe-run')],
+  [{ error: 'auth', sessionLost: false }, fail('auth')],
+  [{ error: 'rpc', sessionLost: false }, fail('rpc')],
+  // Stdio, never written: the process was gone (refused, or exited) → its restart is the retry.
+  [{ transport: 'stdio', error: SILENT, state: 'refused', resent: false }, resend],
+  [{ transport: 'stdio', error: SILENT, state: 'refused', resent: true, replayed: false }, fail('exited-again-not-run')],
+  [{ transport: 'stdio', error: SILENT, state: 'refused', resent: true, replayed: true }, fail('exited-again-during-replay')],
+  [{ transport: 'stdio', error: SILENT, state: NOT_RUN, exited: true, resent: false }, resend],
+  [{ transport: 'stdio', error: SILENT, state: NOT_RUN, exited: true, resent: true, replayed: false }, fail('exited-again-not-run')],
+  [{ transport: 'stdio', error: SILENT, state: NOT_RUN, exited: true, resent: true, replayed: true }, fail('exited-again-during-replay')],
+  // Stdio, never written, the process alive.
+  [{ transport: 'stdio', error: 'timeout', state: NOT_RUN, exited: false }, fail('timeout')],
+  [{ transport: 'stdio', error: 'transport', state: NOT_RUN, exited: false }, fail('unreachable')],
+  // Stdio, may have run.
+  [{ transport: 'stdio', error: 'timeout', state: MAY_HAVE_RUN, exited: false }, fail('timeout')],
+  [{ transport: 'stdio', error: SILENT, state: MAY_HAVE_RUN, exited: true, replayable: false }, { action: 'uncertain', cause: 'exited' }],
+  [{ transport: 'stdio', error: 'transport', state: MAY_HAVE_RUN, exited: false, replayable: false }, { action: 'uncertain', cause: 'connection' }],
+  [{ transport: 'stdio', error: SILENT, state: MAY_HAVE_RUN, exited: true, replayable: true, replayed: true }, fail('exited-again-during-replay')],
+  [{ transport: 'stdio', error: 'transport', state: MAY_HAVE_RUN, exited: false, replayable: true, replayed: true }, fail('exited-again-during-replay')],
+  [{ transport: 'stdio', error: SILENT, state: MAY_HAVE_RUN, exited: true, replayable: true, replayed: false }, { action: 'replay', freshSession: true }],
+  [{ transport: 'stdio', error: 'transport', state: MAY_HAVE_RUN, exited: false, replayable: true, replayed: false }, { action: 'replay', freshSession: true }],
+  // HTTP and SSE, not run.
+  [{ transport: HTTP, error: SILENT, state: 'rejected', sessionLost: false }, fail('rejected')],
+  [{ transport: HTTP, error: 'timeout', state: ['unsent', 'refused'] }, fail('timeout')],
+  [{ transport: HTTP, error: 'transport', state: 'refused', replayed: false }, fail('unreachable')],
+  [{ transport: HTTP, error: 'transport', state: 'refused', replayed: true }, fail('unreachable-after-replay')],
+  [{ transport: HTTP, error: 'transport', state: 'unsent', resent: false, replayed: false }, fail('unreachable')],
+  [{ transport: HTTP, error: 'transport', state: 'unsent', resent: true, replayed: false }, fail('lost-again-not-run')],
+  [{ transport: HTTP, error: 'transport', state: 'unsent', replayed: true }, fail('lost-again-maybe-run')],
+  // HTTP and SSE, may have run: a live connection that timed out, or a lost stream / connection.
+  [{ transport: HTTP, error: 'timeout', state: MAY_HAVE_RUN, streamLost: false }, fail('timeout')],
+  [{ transport: HTTP, error: SILENT, state: MAY_HAVE_RUN, streamLost: true, replayable: false }, { action: 'uncertain', cause: 'connection' }],
+  [{ transport: HTTP, error: 'transport', state: MAY_HAVE_RUN, streamLost: false, replayable: false }, { action: 'uncertain', cause: 'connection' }],
+  [{ transport: HTTP, error: SILENT, state: MAY_HAVE_RUN, streamLost: true, replayable: true, replayed: true }, fail('lost-again-maybe-run')],
+  [{ transport: HTTP, error: 'transport', state: MAY_HAVE_RUN, streamLost: false, replayable: true, replayed: true }, fail('lost-again-maybe-run')],
+  [{ transport: HTTP, error: SILENT, state: MAY_HAVE_RUN, streamLost: true, replayable: true, replayed: false }, { action: 'replay', freshSession: false }],
+  [{ transport: HTTP, error: 'transport', state: MAY_HAVE_RUN, streamLost: false, replayable: true, replayed: false }, { action: 'replay', freshSession: false }],
+];
+
+/**
+ * Every combination of facts a transport can record: a session loss only with a 4xx rejection, a
+ * lost answer stream only with an accepted request, neither on stdio; only stdio servers exit.
+ * (Delivery fields `decide` never reads — the HTTP status, `sessionGone`, `tooLarge`,
+ * `resumable` — are left out.)
+ */
+function everyCombination(): Columns[] {
+  const histories = BOTH.flatMap((resent) => BOTH.flatMap((replayed) => BOTH.map((replayable) => ({ resent, replayed, replayable }))));
+  return (['stdio', 'http', 'sse'] as const).flatMap((transport) => {
+    const http = transport !== 'stdio';
+    const deliveries = states.flatMap((state) =>
+      (http && state === 'rejected' ? BOTH : [false]).flatMap((sessionLost) => (http && state === 'accepted' ? BOTH : [false]).map((streamLost) => ({ state, sessionLost, streamLost }))),
+    );
+    return errors.flatMap((error) =>
+      deliveries.flatMap((delivery) => (http ? [false] : BOTH).flatMap((exited) => histories.map((history) => ({ transport, error, ...delivery, exited, ...history })))),
+    );
+  });
+}
+
+function matches(condition: Condition, columns: Columns): boolean {
+  return (Object.keys(condition) as (keyof Columns)[]).every((column) => {
+    const cell = condition[column] as unknown;
+    return Array.isArray(cell) ? cell.includes(columns[column]) : cell === columns[column];
+  });
+}
+
+function factsOf(columns: Columns): FailureFacts {
+  const { state, sessionLost, streamLost, ...rest } = columns;
+  return { ...rest, delivery: { state, sessionLost, streamLost } };
+}
+
+const combinations = everyCombination();
+
+test('table: the facts a transport can record come in 1 120 combinations', (t) => {
+  // stdio: 5 errors × 6 states × exited × 8 histories; HTTP and SSE: 5 errors × 8 deliveries × 8 histories each.
+  t.is(combinations.length, 480 + 320 + 320);
+});
+
+test('table: every combination of facts matches exactly one row, and every row matches some', (t) => {
+  const ambiguous = combinations.filter((columns) => table.filter(([condition]) => matches(condition, columns)).length !== 1).map((columns) => JSON.stringify(columns));
+  t.deepEqual(ambiguous, []);
+  const unused = table.filter(([condition]) => !combinations.some((columns) => matches(condition, columns))).map(([condition]) => JSON.stringify(condition));
+  t.deepEqual(unused, []);
+});
+
+test('table: decide gives every combination of facts the verdict of its row', (t) => {
+  const wrong = combinations.flatMap((columns) => {
+    const expected = table.find(([condition]) => matches(condition, columns))?.[1];
+    const actual = decide(factsOf(columns));
+    return JSON.stringify(actual) === JSON.stringify(expected) ? [] : [`${JSON.stringify(columns)}: ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`];
+  });
+  t.deepEqual(wrong, []);
+});
 
 /**
  * Facts a transport can actually record: a session loss comes with a 4xx rejection, a lost answer
