@@ -73,6 +73,11 @@ export interface Scenario {
   /** One line for `--list` and the JSON. */
   readonly description: string;
   /**
+   * How long the harness lets the full run of this scenario take before abandoning it as errored
+   * (ms). Default 150 000; `--quick` runs always get the default.
+   */
+  readonly timeoutMs?: number;
+  /**
    * Runs the scenario. Must end every process and worker it started before it resolves or
    * rejects (use `try/finally`); a rejection marks the scenario errored (exit code 1).
    */
