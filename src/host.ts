@@ -47,14 +47,16 @@ export function createHost(options: HostOptions = {}): Host {
 
 /** Builds and connects the parts of a host from its resolved options. */
 function wire(options: HostOptions, resolved: ResolvedHostOptions, profiles: ProfileSource, clock: Clock): HostParts {
-  const events = new TypedEmitter<HostEvents>();
+  // Mirrored on the `mcp-supervisor:event` diagnostics channel for subscribers (zero cost without).
+  const events = new TypedEmitter<HostEvents>(undefined, true);
   const auth = new AuthRegistry(resolved.authFactory, (payload) => events.emit('server:auth-required', payload));
   const logs = new LogGate((event) => events.emit('server:log', event));
   const sides = new ClientSides(resolved.client, auth, logs);
   // Started before anything is spawned: every server carries its marker from its first instant.
   const lifeline = Lifeline.start();
   const { maxMessageBytes, maxCatalogItems, maxSchemaDepth } = resolved.limits;
-  const driver = options.discoveryDriver ?? sharedDiscovery(resolved, sides, lifeline, clock);
+  const shared = options.discoveryDriver ? undefined : sharedDiscovery(resolved, sides, lifeline, clock);
+  const driver: DiscoveryDriver = options.discoveryDriver ?? shared!;
 
   // The registry needs the session layer and the session layer reports tool-list changes to the
   // registry: the late-bound reference below breaks that cycle.
@@ -67,6 +69,8 @@ function wire(options: HostOptions, resolved: ResolvedHostOptions, profiles: Pro
     sides,
     options.random,
   );
+  // Warm sessions spawn once discovery is quiet: a spawn is synchronous work on this thread.
+  if (shared) sessions.discoveryQuiet = () => shared.whenQuiet();
   registry = new ReadinessRegistry(driver, sessions, profiles.load, clock, resolved.readiness, events, {
     authorizationUrl: (key, name) => {
       const server = serverNamed(registry?.configOf(key), name);
@@ -74,11 +78,11 @@ function wire(options: HostOptions, resolved: ResolvedHostOptions, profiles: Pro
     },
     warnings: (key, name) => sides.warnings(key, name),
   });
-  return { profiles, readiness: registry, sessions, driver, auth, logs, events, lifeline };
+  return { profiles, readiness: registry, sessions, driver, auth, logs, events, lifeline, clock };
 }
 
 /** The real discovery: bodies in the pool, shared across profiles whose servers are the same. */
-function sharedDiscovery(resolved: ResolvedHostOptions, sides: ClientSides, lifeline: Lifeline, clock: Clock): DiscoveryDriver {
+function sharedDiscovery(resolved: ResolvedHostOptions, sides: ClientSides, lifeline: Lifeline, clock: Clock): SharedDiscovery {
   const { maxMessageBytes, maxCatalogItems, maxSchemaDepth } = resolved.limits;
   const coordinator = new DiscoveryCoordinator(resolved.discovery, sides, { maxMessageBytes, maxCatalogItems, maxSchemaDepth }, lifeline.env, clock);
   return new SharedDiscovery(coordinator, { shareKey: (_key, server) => discoveryShareKey(server, sides), reuseForMs: resolved.shareForMs, clock });

@@ -118,6 +118,9 @@ export class SharedDiscovery {
   private readonly recent = new Map<string, Recent>();
   private readonly counters = { joined: 0, reused: 0, rehomed: 0 };
   private syntheticSeq = 0;
+  /** Runs started and neither done nor retired. */
+  private activeRuns = 0;
+  private readonly quietWaiters: (() => void)[] = [];
   private closed = false;
 
   constructor(
@@ -159,6 +162,7 @@ export class SharedDiscovery {
     const previous = this.runs.get(key);
     if (previous) this.leave(previous);
     this.runs.set(key, run);
+    this.activeRuns++;
     for (const [server, shareKey] of leads) this.addFlight({ shareKey, config: server, runner: key, followers: new Map() }, server.name);
     for (const [name, flight] of joins) {
       flight.followers.set(run, name);
@@ -242,8 +246,20 @@ export class SharedDiscovery {
   private maybeFinish(run: Run): void {
     if (!run.live || run.doneSent || run.awaiting.size > 0 || (run.hasBody && !run.bodyDone)) return;
     run.doneSent = true;
+    this.runEnded();
     const error = run.bodyDone?.error;
     run.handlers.onDone(error === undefined ? { generation: run.generation } : { generation: run.generation, error });
+  }
+
+  /** Resolves when no profile's discovery run is in progress (warm sessions wait for it). */
+  whenQuiet(): Promise<void> {
+    if (this.activeRuns === 0) return Promise.resolve();
+    return new Promise((resolve) => this.quietWaiters.push(resolve));
+  }
+
+  private runEnded(): void {
+    this.activeRuns--;
+    if (this.activeRuns === 0) for (const wake of this.quietWaiters.splice(0)) wake();
   }
 
   // ---------------------------------------------------------------- recent results
@@ -281,6 +297,7 @@ export class SharedDiscovery {
 
   /** Unsubscribes a run from everything it awaited; a re-homed flight no one awaits is stopped. */
   private leave(run: Run): void {
+    if (run.live && !run.doneSent) this.runEnded();
     run.live = false;
     for (const flight of run.awaiting.values()) {
       if (flight === 'recent') continue;

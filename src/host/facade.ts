@@ -4,6 +4,8 @@
  * methods) so a host's methods may be passed around unbound, as they always could.
  */
 import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Clock } from '../clock.js';
+import { withDeadline } from '../deadline.js';
 import type { AuthRegistry } from '../client/auth.js';
 import type { LogGate } from '../client/logs.js';
 import { scrubDeep } from '../config/redact.js';
@@ -32,6 +34,7 @@ export interface HostParts {
   logs: LogGate;
   events: TypedEmitter<HostEvents>;
   lifeline: Lifeline;
+  clock: Clock;
 }
 
 /** The host over its parts. */
@@ -58,7 +61,7 @@ async function usableProfile(readiness: ReadinessRegistry, key: string, signal: 
   return settled;
 }
 
-function readinessMethods({ profiles, readiness, sessions }: HostParts): Pick<Host, 'start' | 'status' | 'ready' | 'beginTurn'> {
+function readinessMethods({ profiles, readiness, sessions, clock }: HostParts): Pick<Host, 'start' | 'status' | 'ready' | 'beginTurn'> {
   return {
     start(): void {
       for (const key of profiles.listedKeys()) readiness.kick(key);
@@ -67,7 +70,14 @@ function readinessMethods({ profiles, readiness, sessions }: HostParts): Pick<Ho
       return readiness.status(profiles.keyOf(ref));
     },
     async ready(ref?: string, waitOptions: WaitOptions = {}): Promise<ReadinessView> {
-      return (await readiness.wait(profiles.keyOf(ref), waitOptions)).view;
+      const key = profiles.keyOf(ref);
+      const started = performance.now();
+      const { view } = await readiness.wait(key, waitOptions);
+      // Ready means callable: with warm sessions, wait (within the caller's bounds) until the
+      // profile's sessions are up, so the first call costs what a call costs.
+      const left = waitOptions.maxWaitMs === undefined ? undefined : Math.max(0, waitOptions.maxWaitMs - (performance.now() - started));
+      await withDeadline(sessions.warmed(key), { ms: left, clock, signal: waitOptions.signal }).catch(() => undefined);
+      return view;
     },
     async beginTurn(ref?: string, waitOptions: WaitOptions = {}): Promise<Turn> {
       const key = profiles.keyOf(ref);

@@ -8,7 +8,7 @@ import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@model
 import PQueue from 'p-queue';
 import type { ProfileConfig, ServerConfig } from '../config/types.js';
 import { serverFingerprint } from '../config/fingerprint.js';
-import type { Clock } from '../clock.js';
+import { type Clock, sleepOn } from '../clock.js';
 import { McpSupervisorError, describeError } from '../errors.js';
 import type { ServerOutcome } from '../discovery/types.js';
 import type { EventSink } from '../events.js';
@@ -39,13 +39,27 @@ export interface SessionSides {
 /** Where `list_changed` refreshes go (readiness, for the next turn). */
 export type ListsChangedSink = (key: string, server: string, lists: CatalogLists) => void;
 
+/**
+ * The longest a warm-up waits for discovery to go quiet (ms). Spawning a server is synchronous
+ * work on the host's thread (a fork of a large process): done while other profiles are still being
+ * discovered, it stalls the loop exactly when the host is busiest. A host that discovers without
+ * pause still gets its warm sessions after this long.
+ */
+const WARM_DEFER_MAX_MS = 5000;
+
 /** Supervisors of every profile's servers. */
 export class SessionManager implements SessionLayer {
   private readonly slots = new Map<string, Slot>();
   /** Warm-ups after discovery, a bounded number at a time. */
   private readonly warming: PQueue;
+  /** Each profile's warm-ups not finished yet (what {@link warmed} waits for). */
+  private readonly warmups = new Map<string, Set<Promise<void>>>();
+  /** Profiles someone waits for (`ready()`): their warm-ups do not wait for quiet. */
+  private readonly urgent = new Map<string, { promise: Promise<void>; resolve(): void }>();
   private version = 0;
   private closed = false;
+  /** Resolves when no discovery runs (set by the host; absent: warm-ups never wait). */
+  discoveryQuiet: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly options: SessionOptions,
@@ -157,8 +171,63 @@ export class SessionManager implements SessionLayer {
       if (!needed) continue;
       const supervisor = this.supervisorFor(key, server);
       if (outcome.session) supervisor.offerResumable(outcome.session);
-      if (this.options.eager) void this.warming.add(() => supervisor.warmUp());
+      if (this.options.eager) this.warm(key, supervisor);
     }
+  }
+
+  /** Warms one session up once discovery is quiet (or someone waits for the profile). */
+  private warm(key: string, supervisor: ServerSupervisor): void {
+    let set = this.warmups.get(key);
+    if (!set) {
+      set = new Set();
+      this.warmups.set(key, set);
+    }
+    const pending = set;
+    const task = (async () => {
+      await this.warmAllowed(key);
+      if (!this.closed) await this.warming.add(() => supervisor.warmUp());
+    })().catch(() => undefined);
+    pending.add(task);
+    void task.finally(() => {
+      pending.delete(task);
+      if (pending.size === 0 && this.warmups.get(key) === pending) {
+        this.warmups.delete(key);
+        this.urgent.delete(key);
+      }
+    });
+  }
+
+  private async warmAllowed(key: string): Promise<void> {
+    const quiet = this.discoveryQuiet?.();
+    if (!quiet) return;
+    const waited = new AbortController();
+    try {
+      await Promise.race([quiet, this.urgencyOf(key).promise, sleepOn(this.clock, WARM_DEFER_MAX_MS, waited.signal).catch(() => undefined)]);
+    } finally {
+      waited.abort();
+    }
+  }
+
+  private urgencyOf(key: string): { promise: Promise<void>; resolve(): void } {
+    let urgency = this.urgent.get(key);
+    if (!urgency) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((settle) => (resolve = settle));
+      urgency = { promise, resolve };
+      this.urgent.set(key, urgency);
+    }
+    return urgency;
+  }
+
+  /**
+   * Resolves once the profile's warm-ups (if any) have settled, connected or not; they stop
+   * waiting for discovery to go quiet from now on. What `host.ready()` waits for.
+   */
+  async warmed(key: string): Promise<void> {
+    const pending = this.warmups.get(key);
+    if (!pending || pending.size === 0) return;
+    this.urgencyOf(key).resolve();
+    await Promise.all([...pending]);
   }
 
   /** Signals every parked server of a profile to revive now (retry). */

@@ -179,3 +179,45 @@ test('HTTP: a follower never resumes the leader\'s discovery session; each profi
   t.is(stats.initializes, 2, 'a resumed its own discovery session; b initialised one of its own');
   t.is(stats.sessions, 2);
 });
+
+// ---------------------------------------------------------------- warm sessions and discovery
+
+test('warm sessions spawn once discovery is quiet: a profile settled while another is still discovering connects only after that one settled; ready() does not wait for quiet', async (t) => {
+  const gated = await gatedServer(t);
+  const tag = useFixtureTag(t);
+  const clock = new ManualClock();
+  // Warm sessions on (the default); the manual clock keeps the bounded deferral from ending it.
+  const h = host(t, {
+    clock,
+    sessions: { eager: true },
+    // One thread per profile: the gated discovery must not hold up the others' bodies.
+    discovery: { maxThreads: 3 },
+    profiles: {
+      quick: { mcpServers: { fx: { command: process.execPath, args: [STDIO_FIXTURE], env: { MCP_FIXTURE_TAG: tag } } } },
+      slow: { mcpServers: { gated: gated.server } },
+      other: { mcpServers: { fx2: { command: process.execPath, args: [STDIO_FIXTURE, '--tools', '1'], env: { MCP_FIXTURE_TAG: tag } } } },
+    },
+  });
+  const order: string[] = [];
+  h.on('discovery:settled', (event) => order.push(`settled ${event.key}`));
+  h.on('server:connected', (event) => order.push(`connected ${event.server}`));
+  const slowStarted = startsOf(h, 1);
+  const slowReady = h.ready('slow');
+  await slowStarted;
+  t.is((await h.beginTurn('quick')).status, 'ready');
+  // ready() of a third profile while `slow` is still gated: its session comes up without waiting for quiet.
+  t.is((await h.ready('other')).status, 'ready');
+  t.true(order.includes('connected fx2'), JSON.stringify(order));
+  t.false(order.includes('connected fx'), `the quick profile's warm session waited: ${JSON.stringify(order)}`);
+  const connected = new Promise<void>((resolve) => {
+    const off = h.on('server:connected', (event) => {
+      if (event.server !== 'fx') return;
+      off();
+      resolve();
+    });
+  });
+  await gated.open();
+  await slowReady;
+  await connected;
+  t.true(order.indexOf('settled slow') < order.indexOf('connected fx'), JSON.stringify(order));
+});
