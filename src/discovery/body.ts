@@ -101,6 +101,7 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
         continue;
       }
       void queue.add(async () => {
+        post({ type: 'server-start', generation, server: server.name, transport: server.transport });
         const descriptor: ClientSideDescriptor = task.sides.get(server.name) ?? bareDescriptor(DEFAULT_CLIENT_INFO);
         const outcome: SettledOutcome = await discoverServer(server, remoteSide(server.name, descriptor, rpc), {
           connectTimeoutMs: task.connectTimeoutMs,

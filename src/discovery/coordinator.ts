@@ -13,7 +13,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { type Clock, systemClock } from '../clock.js';
-import type { ServerConfig } from '../config/types.js';
+import type { ServerConfig, TransportKind } from '../config/types.js';
 import { DEFAULT_CLIENT_INFO } from '../client/info.js';
 import type { RpcReply, RpcRequest } from '../client/remote.js';
 import { type ClientSideDescriptor, type SideCall, bareDescriptor } from '../connection/client-side.js';
@@ -49,6 +49,8 @@ const BARE_SIDES: DiscoverySides = {
 export interface RunHandlers {
   /** The body started on a worker thread. */
   onStarted?(info: { generation: number; threadId: number }): void;
+  /** The body began one server. */
+  onServerStart?(info: { generation: number; server: string; transport: TransportKind }): void;
   /** One server settled. */
   onOutcome(outcome: SettledOutcome, generation: number): void;
   /** Every outcome has been delivered, or the body died (then `error` says why). */
@@ -241,6 +243,7 @@ export class DiscoveryCoordinator {
       }
       if (message.type === 'rpc') this.serveCall(key, byName, message, calls, port);
       else if (message.type === 'started') handlers.onStarted?.({ generation, threadId: message.threadId });
+      else if (message.type === 'server-start') handlers.onServerStart?.({ generation, server: message.server, transport: message.transport });
       else if (message.type === 'outcome') handlers.onOutcome(readOutcome(message.server, message.json), generation);
       else {
         reportDone(message.error === undefined ? undefined : McpSupervisorError.fromJSON(message.error));

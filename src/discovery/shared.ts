@@ -29,6 +29,7 @@ import { serverFingerprint } from '../config/fingerprint.js';
 import { type McpSupervisorError } from '../errors.js';
 import type { DiscoveryCoordinator, DiscoveryStats, QuiesceReport, RunHandlers } from './coordinator.js';
 import type { SettledOutcome } from './types.js';
+import { startDiscoverTrace } from '../observability/channels.js';
 
 /** How discovery is shared. */
 export interface SharingOptions {
@@ -121,6 +122,8 @@ export class SharedDiscovery {
   /** Runs started and neither done nor retired. */
   private activeRuns = 0;
   private readonly quietWaiters: (() => void)[] = [];
+  /** Discovery traces begun and not ended yet, by runner then server. */
+  private readonly openTraces = new Map<string, Map<string, ReturnType<typeof startDiscoverTrace>>>();
   private closed = false;
 
   constructor(
@@ -196,12 +199,15 @@ export class SharedDiscovery {
     };
     return {
       onStarted: (info) => ownRun(info.generation)?.handlers.onStarted?.(info),
+      onServerStart: (info) => this.traceStart(runner, info),
       onOutcome: (outcome, generation) => {
+        this.traceEnd(runner, outcome.server, outcome);
         ownRun(generation)?.handlers.onOutcome(outcome, generation);
         const flight = this.byRunner.get(runner)?.get(outcome.server);
         if (flight) this.land(runner, outcome.server, flight, outcome);
       },
       onDone: (info) => {
+        this.traceAbandon(runner);
         // Flights the body ended without answering failed as the body did: tell their followers.
         for (const [name, flight] of [...(this.byRunner.get(runner) ?? [])]) {
           const message = `discovery ended without a result for this server${info.error ? `: ${info.error.message}` : ''}`;
@@ -216,6 +222,34 @@ export class SharedDiscovery {
         if (runner.startsWith(SYNTHETIC_PREFIX)) this.retireSynthetic(runner, 'shared discovery done');
       },
     };
+  }
+
+  // ---------------------------------------------------------------- traces
+
+  /** A body began a server: publish it on `mcp-supervisor:discover` (bodies run in other threads). */
+  private traceStart(runner: string, info: { generation: number; server: string; transport: ServerConfig['transport'] }): void {
+    const end = startDiscoverTrace({ profile: runner, server: info.server, generation: info.generation, transport: info.transport });
+    let open = this.openTraces.get(runner);
+    if (!open) {
+      open = new Map();
+      this.openTraces.set(runner, open);
+    }
+    open.set(info.server, end);
+  }
+
+  private traceEnd(runner: string, server: string, outcome: SettledOutcome): void {
+    const open = this.openTraces.get(runner);
+    const end = open?.get(server);
+    if (!end) return;
+    open!.delete(server);
+    end({ status: outcome.status, ...(outcome.status === 'ready' ? { tools: outcome.tools.length } : {}), ...(outcome.status === 'failed' ? { kind: outcome.failure.kind } : {}) });
+  }
+
+  /** Ends the traces of a body that ended or was retired without an outcome for them. */
+  private traceAbandon(runner: string): void {
+    const open = this.openTraces.get(runner);
+    this.openTraces.delete(runner);
+    for (const end of open?.values() ?? []) end({ status: 'failed', kind: 'cancelled' });
   }
 
   /** A flight settled: remember a ready result and hand it to every follower. */
@@ -319,6 +353,7 @@ export class SharedDiscovery {
     }
     const orphans = this.byRunner.get(key);
     this.byRunner.delete(key);
+    this.traceAbandon(key);
     const report = this.coordinator.quiesce(key, reason);
     if (orphans) this.rehome(orphans);
     return report;
@@ -360,6 +395,7 @@ export class SharedDiscovery {
   }
 
   private retireSynthetic(runner: string, reason: string): void {
+    this.traceAbandon(runner);
     // Never rejects in practice; a failure here must still not become an unhandled rejection.
     void this.coordinator.quiesce(runner, reason).then(
       () => this.coordinator.forget(runner),
@@ -393,6 +429,7 @@ export class SharedDiscovery {
     this.flights.clear();
     this.byRunner.clear();
     this.recent.clear();
+    for (const runner of [...this.openTraces.keys()]) this.traceAbandon(runner);
     return this.coordinator.close();
   }
 }

@@ -96,6 +96,8 @@ export interface DiscoveryTask {
 /** Messages a body posts on its port. Each carries its generation; stale ones are dropped. */
 export type BodyMessage =
   | { type: 'started'; generation: number; threadId: number }
+  /** One server's discovery began (published as a trace on the main thread: channels are per thread). */
+  | { type: 'server-start'; generation: number; server: string; transport: import('../config/types.js').TransportKind }
   /**
    * One server settled. The outcome travels as JSON text: a structured clone of a hostile
    * catalogue can overflow the receiving thread's smaller stack and be dropped silently

@@ -13,6 +13,7 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { AsyncResource } from 'node:async_hooks';
 import PQueue from 'p-queue';
 import type { ServerConfig } from '../config/types.js';
 import { DEADLINE } from '../deadline.js';
@@ -27,6 +28,7 @@ import { classifyError, finalFailure, isReplayable, labelOf, lostWhat, noSession
 import type { ConnectLoop } from './connect-loop.js';
 import type { LiveSession } from './live-session.js';
 import * as messages from './messages.js';
+import { type CallTraceContext, callChannel, traceAttempt } from '../observability/channels.js';
 import type { Operation, SupervisorContext, SupervisorCounters } from './types.js';
 
 /** What the call path uses of its supervisor. */
@@ -82,7 +84,10 @@ export class CallPath {
     }
     this.deps.counters.calls++;
     try {
-      return (await this.queue.add(() => this.admitted(op, options, admission.probe))) as T;
+      // A traced call runs in its caller's async context even when it waited in the queue (the
+      // queue starts it from another call's continuation): a tracer's parent span is the caller's.
+      const job = (): Promise<unknown> => this.admitted(op, options, admission.probe);
+      return (await this.queue.add(callChannel.hasSubscribers ? AsyncResource.bind(job) : job)) as T;
     } catch (error) {
       if (isMcpSupervisorError(error)) throw error;
       throw messages.protocolError(subject, error instanceof Error ? error.message : String(error));
@@ -143,8 +148,10 @@ export class CallPath {
     let session = first;
     let resent = false;
     let replayed = false;
-    for (;;) {
-      const { promise, delivery } = trackDelivery(() => this.invoke(session, op, options));
+    for (let attempt = 1; ; attempt++) {
+      const current = session;
+      const traced = (): CallTraceContext => this.traceContext(op, current, attempt);
+      const { promise, delivery } = trackDelivery(() => traceAttempt(traced, (meta) => this.invoke(current, op, options, meta)));
       try {
         return await promise;
       } catch (error) {
@@ -240,19 +247,38 @@ export class CallPath {
     return options.timeoutMs ?? this.deps.server.callTimeoutMs ?? this.deps.context.options.callTimeoutMs;
   }
 
-  /** One attempt on `session`. */
-  private async invoke(session: LiveSession, op: Operation, options: CallOptions): Promise<unknown> {
+  /** What a trace of one attempt says (built only when someone listens). */
+  private traceContext(op: Operation, session: LiveSession, attempt: number): CallTraceContext {
+    const connection = session.connection;
+    const sessionId = connection.sessionId;
+    const protocolVersion = connection.protocolVersion;
+    return {
+      profile: op.profile ?? '',
+      server: this.deps.server.name,
+      method: op.kind === 'tool' ? 'tools/call' : op.kind === 'resource' ? 'resources/read' : 'prompts/get',
+      ...(op.kind === 'tool' ? { tool: op.route.tool } : op.kind === 'prompt' ? { tool: op.name } : { uri: op.uri }),
+      attempt,
+      transport: this.deps.server.transport,
+      ...(sessionId === undefined ? {} : { sessionId }),
+      ...(protocolVersion === undefined ? {} : { protocolVersion }),
+      meta: {},
+    };
+  }
+
+  /** One attempt on `session`; `meta` (from a tracer) goes into the request's `params._meta`. */
+  private async invoke(session: LiveSession, op: Operation, options: CallOptions, meta?: Record<string, unknown>): Promise<unknown> {
     const requestOptions = {
       timeout: this.timeoutOf(options),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onProgress ? { onprogress: options.onProgress, resetTimeoutOnProgress: false } : {}),
     };
     const client = session.client;
-    if (op.kind === 'resource') return this.succeeded(await client.readResource({ uri: op.uri }, requestOptions));
-    if (op.kind === 'prompt') return this.succeeded(await client.getPrompt({ name: op.name, ...(op.args === undefined ? {} : { arguments: op.args }) }, requestOptions));
+    const withMeta = meta === undefined ? {} : { _meta: meta };
+    if (op.kind === 'resource') return this.succeeded(await client.readResource({ uri: op.uri, ...withMeta }, requestOptions));
+    if (op.kind === 'prompt') return this.succeeded(await client.getPrompt({ name: op.name, ...(op.args === undefined ? {} : { arguments: op.args }), ...withMeta }, requestOptions));
     // The SDK's callTool would validate output only for tools it listed itself (it never does here):
     // the check is ours, with the schema from discovery, compiled once per tool on first use.
-    const result = (await client.request({ method: 'tools/call', params: { name: op.route.tool, arguments: op.args } }, CallToolResultSchema, requestOptions)) as CallToolResult;
+    const result = (await client.request({ method: 'tools/call', params: { name: op.route.tool, arguments: op.args, ...withMeta } }, CallToolResultSchema, requestOptions)) as CallToolResult;
     if (result.isError && this.deps.context.options.countToolErrors) this.deps.breaker.recordFailure();
     else this.succeeded(result);
     checkStructuredResult(op.route, result, this.subject(op));

@@ -129,13 +129,13 @@ export class SessionManager implements SessionLayer {
 
   /** Routes a call to its supervisor. */
   callTool(request: ToolCallRequest): Promise<CallToolResult> {
-    return this.supervisorFor(request.key, request.server).call(request.route, request.args, request.options);
+    return this.supervisorFor(request.key, request.server).call(request.route, request.args, request.options, request.key);
   }
 
   /** Routes a resource read or prompt fetch to its supervisor. */
   read(request: ReadRequest): Promise<ReadResourceResult | GetPromptResult> {
     const supervisor = this.supervisorFor(request.key, request.server);
-    return request.kind === 'resource' ? supervisor.readResource(request.uri, request.options) : supervisor.getPrompt(request.name, request.args, request.options);
+    return request.kind === 'resource' ? supervisor.readResource(request.uri, request.options, request.key) : supervisor.getPrompt(request.name, request.args, request.options, request.key);
   }
 
   /**

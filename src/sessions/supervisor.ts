@@ -121,18 +121,18 @@ export class ServerSupervisor {
   }
 
   /** Calls a tool through the supervisor. Throws McpSupervisorError (never a raw SDK error). */
-  call(route: ToolRoute, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
-    return this.calls.run<CallToolResult>({ kind: 'tool', route, args }, options);
+  call(route: ToolRoute, args: Record<string, unknown>, options: CallOptions, profile?: string): Promise<CallToolResult> {
+    return this.calls.run<CallToolResult>({ kind: 'tool', route, args, ...(profile === undefined ? {} : { profile }) }, options);
   }
 
   /** Reads a resource, supervised like a tool call (read-only: replayed once after a death). */
-  readResource(uri: string, options: RequestOptions): Promise<ReadResourceResult> {
-    return this.calls.run<ReadResourceResult>({ kind: 'resource', uri }, options);
+  readResource(uri: string, options: RequestOptions, profile?: string): Promise<ReadResourceResult> {
+    return this.calls.run<ReadResourceResult>({ kind: 'resource', uri, ...(profile === undefined ? {} : { profile }) }, options);
   }
 
   /** Fetches a prompt, supervised like a tool call (read-only). */
-  getPrompt(name: string, args: Record<string, string> | undefined, options: RequestOptions): Promise<GetPromptResult> {
-    return this.calls.run<GetPromptResult>({ kind: 'prompt', name, ...(args === undefined ? {} : { args }) }, options);
+  getPrompt(name: string, args: Record<string, string> | undefined, options: RequestOptions, profile?: string): Promise<GetPromptResult> {
+    return this.calls.run<GetPromptResult>({ kind: 'prompt', name, ...(args === undefined ? {} : { args }), ...(profile === undefined ? {} : { profile }) }, options);
   }
 
   /**

@@ -98,10 +98,14 @@ export interface SupervisorContext {
 }
 
 /** What a supervised request does. */
-export type Operation =
+export type Operation = (
   | { kind: 'tool'; route: ToolRoute; args: Record<string, unknown> }
   | { kind: 'resource'; uri: string }
-  | { kind: 'prompt'; name: string; args?: Record<string, string> };
+  | { kind: 'prompt'; name: string; args?: Record<string, string> }
+) & {
+  /** The profile the request came from (for traces: a shared session serves several). */
+  readonly profile?: string;
+};
 
 /** Counters of one supervisor. */
 export interface SupervisorStats {
