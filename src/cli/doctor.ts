@@ -22,6 +22,7 @@ import { isMcpSupervisorError } from '../errors.js';
 import { createHost } from '../host.js';
 import { EXAMPLE_PROFILES, exampleEnvironment } from './examples.js';
 import { type ServerRow, renderTable, rowsFor } from './report.js';
+import { type TraceEntry, recordTrace, renderTrace } from './trace.js';
 
 /** Parsed doctor arguments. */
 export interface DoctorArgs {
@@ -34,6 +35,8 @@ export interface DoctorArgs {
   call: { server: string; tool: string; args: Record<string, unknown> } | undefined;
   /** Directories offered to servers as roots (`--root DIR`, repeatable). */
   roots: string[];
+  /** Print the trace tree of the discovery and of the `--call` (`--trace`). */
+  trace: boolean;
 }
 
 /** Where the doctor writes. */
@@ -50,7 +53,7 @@ export class UsageError extends Error {
 
 /** Parses `doctor` arguments. @throws UsageError naming the bad argument */
 export function parseDoctorArgs(argv: readonly string[]): DoctorArgs {
-  const args: DoctorArgs = { profiles: [], json: false, timeoutMs: undefined, call: undefined, roots: [] };
+  const args: DoctorArgs = { profiles: [], json: false, timeoutMs: undefined, call: undefined, roots: [], trace: false };
   const names = new Set<string>();
   const addProfile = (name: string, file: string): void => {
     if (names.has(name)) throw new UsageError(`profile name "${name}" is used twice; name one of them with --profile name=path`);
@@ -65,6 +68,7 @@ export function parseDoctorArgs(argv: readonly string[]): DoctorArgs {
       return next;
     };
     if (arg === '--json') args.json = true;
+    else if (arg === '--trace') args.trace = true;
     else if (arg === '--timeout') {
       const raw = value();
       const ms = Number(raw);
@@ -106,6 +110,8 @@ export interface DoctorReport {
   rows: ServerRow[];
   allReady: boolean;
   call?: { ok: boolean; text: string };
+  /** With `--trace`: every discovery and call attempt, as the tracing channels saw them. */
+  trace?: TraceEntry[];
 }
 
 /** Runs the doctor; returns the exit code. */
@@ -135,6 +141,7 @@ export async function runDoctor(args: DoctorArgs, rawOutput: Output): Promise<nu
     client: { roots: args.roots.map((dir) => ({ uri: pathToFileURL(dir).href, name: path.basename(dir) || dir })) },
     ...(args.timeoutMs === undefined ? {} : { discovery: { connectTimeoutMs: args.timeoutMs } }),
   });
+  const recorder = args.trace ? recordTrace() : undefined;
   try {
     if (!args.json) {
       const mark = (status: string): string => (output.isTTY ? (status === 'ready' ? '\u2713' : '\u2717') : status === 'ready' ? 'ok  ' : 'FAIL');
@@ -146,13 +153,16 @@ export async function runDoctor(args: DoctorArgs, rawOutput: Output): Promise<nu
     host.start();
     const report = await collect(host, [...configs.keys()], configs);
     if (args.call) report.call = await callOnce(host, [...configs.keys()], configs, args.call);
+    if (recorder) report.trace = recorder.entries;
     if (args.json) output.out(`${JSON.stringify(scrubDeep(report), null, 2)}\n`);
     else {
       output.out(`\n${renderTable(report.rows)}\n`);
       if (report.call) output.out(`\n--call ${args.call?.server}/${args.call?.tool}: ${report.call.ok ? 'ok' : 'failed'}\n${report.call.text}\n`);
+      if (recorder) output.out(`\n${renderTrace(recorder.entries)}\n`);
     }
     return report.allReady && (report.call?.ok ?? true) ? 0 : 1;
   } finally {
+    recorder?.stop();
     await host.close();
   }
 }

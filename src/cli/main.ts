@@ -8,11 +8,14 @@ import { runDemo } from './demo.js';
 import { type Output, UsageError, parseDoctorArgs, runDoctor } from './doctor.js';
 
 const USAGE = `usage:
-  mcp-supervisor doctor [files…] [--profile name=path]… [--json] [--timeout ms] [--call server/tool '{json}']
+  mcp-supervisor doctor [files…] [--profile name=path]… [--json] [--timeout ms] [--root dir]…
+                        [--call server/tool '{json}'] [--trace]
   mcp-supervisor demo
 
 doctor  discovers every profile (default: the bundled examples) and prints a table;
         exit 0 when every enabled server is ready, 1 otherwise, 2 for bad input.
+        --root declares a root directory (servers that ask for roots get it); --trace
+        prints the trace tree of the discovery and of the --call.
 demo    runs the bundled example profiles through the library, step by step.
 `;
 

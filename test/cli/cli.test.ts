@@ -98,3 +98,18 @@ test('the demo (npm start) runs the bundled examples and exits 0 with every step
   t.regex(stdout, /through 1 respawn/);
   t.regex(stdout, /demo passed/);
 });
+
+test('doctor --trace --call prints the trace tree: the discovery done in the worker and the call attempt, from the tracing channels', async (t) => {
+  const tag = useFixtureTag(t);
+  const dir = await tempDir(t);
+  const file = path.join(dir, 'work.json');
+  await writeFile(file, JSON.stringify({ mcpServers: { fx: stdioFixtureConfig([], { tag }) } }));
+  const { code, stdout } = await run(['doctor', file, '--call', 'fx/echo', '{"text":"hi"}', '--trace']);
+  t.is(code, 0, stdout);
+  t.regex(stdout, /trace \(mcp-supervisor:discover, mcp-supervisor:call\)/);
+  t.regex(stdout, /profile work\n└─ fx\n {3}├─ discover \(stdio, generation 1\) {2}[\d.]+ ms {2}ready, \d+ tools\n {3}└─ tools\/call echo, attempt 1 {2}[\d.]+ ms {2}ok/);
+  const json = await run(['doctor', file, '--json', '--trace']);
+  const report = JSON.parse(json.stdout) as { trace: { kind: string; server: string; outcome: string }[] };
+  t.like(report.trace[0], { kind: 'discover', server: 'fx' });
+  t.regex(report.trace[0]!.outcome, /^ready, \d+ tools$/);
+});
