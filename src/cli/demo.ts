@@ -48,7 +48,7 @@ const EXPECTED: Record<string, { status: string; kind?: string }> = {
   'ops/remote': { status: 'failed', kind: 'refused' },
 };
 
-/** Runs the demo; returns the exit code. */
+/** Runs the demo; returns the exit code. (A linear script of the steps it shows, kept in one place on purpose.) */
 export async function runDemo(output: Output): Promise<number> {
   const tag = `mcp-supervisor-demo-${process.pid}-${Date.now()}`;
   const env = await exampleEnvironment(tag);

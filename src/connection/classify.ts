@@ -28,34 +28,35 @@ const CONNECT_PHASE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '
  * The code of a failure that happened before a request could leave (connection refused, name not
  * resolved, unreachable, connect timeout, a port fetch refuses), or undefined.
  */
-export function connectPhaseCode(error: unknown, depth = 0): string | undefined {
-  if (depth > 5 || typeof error !== 'object' || error === null) return undefined;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && CONNECT_PHASE_CODES.has(code)) return code;
-  if (error instanceof Error && error.message === 'bad port') return 'bad port';
-  const nested = (error as { errors?: unknown[] }).errors;
-  if (Array.isArray(nested)) {
-    for (const inner of nested) {
-      const found = connectPhaseCode(inner, depth + 1);
-      if (found) return found;
-    }
-  }
-  return connectPhaseCode((error as { cause?: unknown }).cause, depth + 1);
+export function connectPhaseCode(error: unknown): string | undefined {
+  return findInErrorChain(error, (candidate) => {
+    const code = (candidate as { code?: unknown }).code;
+    if (typeof code === 'string' && CONNECT_PHASE_CODES.has(code)) return code;
+    return candidate instanceof Error && candidate.message === 'bad port' ? 'bad port' : undefined;
+  });
 }
 
 /** Finds a network error code anywhere in an error's cause chain (fetch wraps them twice). */
-export function networkErrorCode(error: unknown, depth = 0): string | undefined {
+export function networkErrorCode(error: unknown): string | undefined {
+  return findInErrorChain(error, (candidate) => {
+    const code = (candidate as { code?: unknown }).code;
+    return typeof code === 'string' && REFUSED_CODES.has(code) ? code : undefined;
+  });
+}
+
+/** The first answer of `match` in an error, its `errors` (AggregateError) and its `cause` chain, 5 levels deep. */
+function findInErrorChain(error: unknown, match: (candidate: object) => string | undefined, depth = 0): string | undefined {
   if (depth > 5 || typeof error !== 'object' || error === null) return undefined;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && REFUSED_CODES.has(code)) return code;
+  const found = match(error);
+  if (found !== undefined) return found;
   const nested = (error as { errors?: unknown[] }).errors;
   if (Array.isArray(nested)) {
     for (const inner of nested) {
-      const found = networkErrorCode(inner, depth + 1);
-      if (found) return found;
+      const innerFound = findInErrorChain(inner, match, depth + 1);
+      if (innerFound !== undefined) return innerFound;
     }
   }
-  return networkErrorCode((error as { cause?: unknown }).cause, depth + 1);
+  return findInErrorChain((error as { cause?: unknown }).cause, match, depth + 1);
 }
 
 /** The HTTP status an SDK transport error carries, if any. */

@@ -35,7 +35,8 @@ import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextp
 import { describeError } from '../errors.js';
 import { connectPhaseCode } from './classify.js';
 import { type Delivery, currentDelivery, newDelivery } from './delivery.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, MESSAGE_TOO_LARGE_CODE, MessageTooLargeError, SseEventGuard, limitBody } from './limits.js';
+import { guardStream, isEndMarker, withEndMarker } from './http-streams.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, MESSAGE_TOO_LARGE_CODE, MessageTooLargeError, limitBody } from './limits.js';
 
 /** What a 401/403 answer asked for. */
 export interface AuthChallenge {
@@ -77,9 +78,6 @@ export const RESPONSE_LOST_CODE = -32099;
  * one that may have run.
  */
 const SENDING_GRACE_MS = 1000;
-
-/** Method of the private end-of-stream marker (never sent to a server, never seen by a caller). */
-const STREAM_END_METHOD = 'notifications/mcp-supervisor/stream-end';
 
 /** How to build a {@link TrackedHttpTransport}. */
 export interface TrackedHttpOptions {
@@ -126,87 +124,6 @@ async function namesSession(response: Response): Promise<boolean> {
     .text()
     .catch(() => '');
   return /session/i.test(text.slice(0, 2000));
-}
-
-function endEvent(id: RequestId, reason: string, tooLarge?: number): string {
-  const marker = { jsonrpc: '2.0', method: STREAM_END_METHOD, params: { requestId: id, reason, ...(tooLarge === undefined ? {} : { tooLarge }) } };
-  // The leading blank lines terminate a partial event the stream may have been cut inside.
-  return `\n\nevent: message\ndata: ${JSON.stringify(marker)}\n\n`;
-}
-
-/**
- * Wraps an answer stream so that its end (or break, or an event over the size limit) is followed
- * by the end marker of `id`. A stream broken because the transport itself is closing gets no
- * marker: closing fails every pending request anyway.
- */
-function withEndMarker(response: Response, id: RequestId, limit: number, closing: () => boolean): Response {
-  const source = response.body!.getReader();
-  const encoder = new TextEncoder();
-  const guard = new SseEventGuard(limit);
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let reason: string;
-      let tooLarge: number | undefined;
-      try {
-        const { done, value } = await source.read();
-        if (!done) {
-          guard.check(value);
-          controller.enqueue(value);
-          return;
-        }
-        reason = 'the server ended the answer stream without the answer';
-      } catch (error) {
-        if (error instanceof MessageTooLargeError) {
-          tooLarge = error.limit;
-          reason = error.message;
-          await source.cancel().catch(() => undefined);
-        } else if (closing()) {
-          controller.error(error);
-          return;
-        } else {
-          reason = `the answer stream broke (${describeError(error)})`;
-        }
-      }
-      controller.enqueue(encoder.encode(endEvent(id, reason, tooLarge)));
-      controller.close();
-    },
-    cancel(reason) {
-      return source.cancel(reason);
-    },
-  });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-}
-
-/** Cuts a standalone stream whose event grows past the limit (its notifications are lost, nothing else). */
-function guardStream(response: Response, limit: number): Response {
-  if (!response.body) return response;
-  const source = response.body.getReader();
-  const guard = new SseEventGuard(limit);
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const { done, value } = await source.read();
-      if (done) {
-        controller.close();
-        return;
-      }
-      try {
-        guard.check(value);
-      } catch (error) {
-        await source.cancel().catch(() => undefined);
-        controller.error(error);
-        return;
-      }
-      controller.enqueue(value);
-    },
-    cancel(reason) {
-      return source.cancel(reason);
-    },
-  });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-}
-
-function isEndMarker(message: JSONRPCMessage): message is { jsonrpc: '2.0'; method: string; params: { requestId: RequestId; reason: string; tooLarge?: number } } {
-  return 'method' in message && message.method === STREAM_END_METHOD && !('id' in message);
 }
 
 /** Streamable HTTP with delivery facts, spec-judged session loss and prompt failure of lost answers. */

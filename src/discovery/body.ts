@@ -15,7 +15,7 @@ import { McpSupervisorError, describeError } from '../errors.js';
 import { WorkerRpc, remoteSide } from '../client/remote.js';
 import { DEFAULT_CLIENT_INFO } from '../client/info.js';
 import { type ClientSideDescriptor, bareDescriptor } from '../connection/client-side.js';
-import { discoverServer } from './server-discovery.js';
+import { type ServerDiscoveryContext, discoverServer } from './server-discovery.js';
 import { EntrySlots } from './slots.js';
 import type { BodyMessage, BodyResult, DiscoveryTask, SettledOutcome } from './types.js';
 
@@ -44,6 +44,54 @@ function blockThread(ms: number): void {
   }
 }
 
+/**
+ * An outcome as the JSON text it crosses the thread as. One whose answers cannot be serialised
+ * (something it holds throws) fails that server alone, with the reason: it must never end the
+ * body and cancel its neighbours.
+ */
+function outcomeJson(outcome: SettledOutcome): string {
+  try {
+    return JSON.stringify(outcome);
+  } catch (error) {
+    const reason = `its answers cannot be handed to the host: ${describeError(error)}`;
+    return JSON.stringify({ status: 'failed', server: outcome.server, failure: { kind: 'protocol', message: reason }, timings: 'timings' in outcome ? outcome.timings : { totalMs: 0 } });
+  }
+}
+
+/**
+ * What every server of one body is discovered with: its bounds, the generation checks and pid
+ * slots of the SharedArrayBuffer, the retirement signal, and the graceful release of connections
+ * (tracked so the body ends only once they are let go — or killed, when it is retired).
+ */
+function serverHooks(task: DiscoveryTask, slots: EntrySlots, retired: AbortSignal, releasing: Map<Promise<void>, () => Promise<void>>): ServerDiscoveryContext {
+  let spawnedForHook = false;
+  return {
+    connectTimeoutMs: task.connectTimeoutMs,
+    ...task.limits,
+    ...(task.markerEnv === undefined ? {} : { markerEnv: task.markerEnv }),
+    signal: retired,
+    isCurrent: () => slots.isCurrent(task.generation),
+    recordPid: (pid) => slots.recordPid(pid),
+    clearPid: (pid) => slots.clearPid(pid),
+    afterSpawn: () => {
+      const block = task.testHooks?.blockAfterSpawnMs;
+      if (block !== undefined && !spawnedForHook) {
+        spawnedForHook = true;
+        blockThread(block);
+      }
+    },
+    adoptForClose: (release) => {
+      if (retired.aborted) {
+        void release.kill().catch(() => undefined);
+        return;
+      }
+      const closing = release.close().catch(() => undefined);
+      releasing.set(closing, release.kill);
+      void closing.finally(() => releasing.delete(closing));
+    },
+  };
+}
+
 /** Runs one discovery body. Never throws: failures become outcomes, and `done` is always posted. */
 export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult> {
   const { generation } = task;
@@ -57,20 +105,7 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
     port.close();
     return { generation, cancelled: true };
   }
-  /**
-   * One server's outcome that cannot cross the thread (cloning throws on something it holds) fails
-   * that server alone, with the reason; it must never end the body and cancel its neighbours.
-   */
-  const postOutcome = (outcome: SettledOutcome): void => {
-    let json: string;
-    try {
-      json = JSON.stringify(outcome);
-    } catch (error) {
-      const reason = `its answers cannot be handed to the host: ${describeError(error)}`;
-      json = JSON.stringify({ status: 'failed', server: outcome.server, failure: { kind: 'protocol', message: reason }, timings: 'timings' in outcome ? outcome.timings : { totalMs: 0 } });
-    }
-    post({ type: 'outcome', generation, server: outcome.server, json });
-  };
+  const postOutcome = (outcome: SettledOutcome): void => post({ type: 'outcome', generation, server: outcome.server, json: outcomeJson(outcome) });
 
   slots.enterOwner(generation, threadId);
   const retired = new AbortController();
@@ -91,7 +126,7 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
     },
     { once: true },
   );
-  let spawnedForHook = false;
+  const hooks = serverHooks(task, slots, retired.signal, releasing);
 
   try {
     post({ type: 'started', generation, threadId });
@@ -103,32 +138,7 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
       void queue.add(async () => {
         post({ type: 'server-start', generation, server: server.name, transport: server.transport });
         const descriptor: ClientSideDescriptor = task.sides.get(server.name) ?? bareDescriptor(DEFAULT_CLIENT_INFO);
-        const outcome: SettledOutcome = await discoverServer(server, remoteSide(server.name, descriptor, rpc), {
-          connectTimeoutMs: task.connectTimeoutMs,
-          ...task.limits,
-          ...(task.markerEnv === undefined ? {} : { markerEnv: task.markerEnv }),
-          signal: retired.signal,
-          isCurrent: () => slots.isCurrent(generation),
-          recordPid: (pid) => slots.recordPid(pid),
-          clearPid: (pid) => slots.clearPid(pid),
-          afterSpawn: () => {
-            const block = task.testHooks?.blockAfterSpawnMs;
-            if (block !== undefined && !spawnedForHook) {
-              spawnedForHook = true;
-              blockThread(block);
-            }
-          },
-          adoptForClose: (release) => {
-            if (retired.signal.aborted) {
-              void release.kill().catch(() => undefined);
-              return;
-            }
-            const closing = release.close().catch(() => undefined);
-            releasing.set(closing, release.kill);
-            void closing.finally(() => releasing.delete(closing));
-          },
-        });
-        postOutcome(outcome);
+        postOutcome(await discoverServer(server, remoteSide(server.name, descriptor, rpc), hooks));
       });
     }
     await queue.onIdle();

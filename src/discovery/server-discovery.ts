@@ -148,7 +148,8 @@ async function listCatalog(connection: Connection, requestOptions: { signal: Abo
  * Discovers one server as `side` declares the client. Never throws: every failure becomes a
  * `failed` outcome with its kind. On success the connection is released in the background
  * (stdio: close ladder; HTTP: the session is left open for the main thread to resume) through
- * `adoptForClose`.
+ * `adoptForClose`. One function on purpose: connect, list and hand over are one story under one
+ * deadline and one abort, and every exit from it must produce exactly one outcome.
  */
 export async function discoverServer(server: ServerConfig, side: ClientSide, context: ServerDiscoveryContext): Promise<SettledOutcome> {
   const startedAt = performance.now();

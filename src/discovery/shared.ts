@@ -30,6 +30,7 @@ import { type McpSupervisorError } from '../errors.js';
 import type { DiscoveryCoordinator, DiscoveryStats, QuiesceReport, RunHandlers } from './coordinator.js';
 import type { SettledOutcome } from './types.js';
 import { startDiscoverTrace } from '../observability/channels.js';
+import { RecentResults } from './recent.js';
 
 /** How discovery is shared. */
 export interface SharingOptions {
@@ -84,13 +85,6 @@ interface Flight {
   readonly followers: Map<Run, string>;
 }
 
-interface Recent {
-  readonly outcome: SettledOutcome;
-  readonly at: number;
-  /** Profiles that were given this result (they re-discover for themselves). */
-  readonly seenBy: Set<string>;
-}
-
 const SYNTHETIC_PREFIX = 'shared#';
 
 /**
@@ -116,7 +110,7 @@ export class SharedDiscovery {
   private readonly flights = new Map<string, Flight>();
   /** Flights by runner key, then by the server's name in that runner's body. */
   private readonly byRunner = new Map<string, Map<string, Flight>>();
-  private readonly recent = new Map<string, Recent>();
+  private readonly recent: RecentResults;
   private readonly counters = { joined: 0, reused: 0, rehomed: 0 };
   private syntheticSeq = 0;
   /** Runs started and neither done nor retired. */
@@ -129,7 +123,9 @@ export class SharedDiscovery {
   constructor(
     private readonly coordinator: DiscoveryCoordinator,
     private readonly options: SharingOptions,
-  ) {}
+  ) {
+    this.recent = new RecentResults(options.reuseForMs, options.clock);
+  }
 
   /**
    * Starts a generation of `key` over `servers`: the servers no one else is discovering go to the
@@ -150,9 +146,9 @@ export class SharedDiscovery {
         continue;
       }
       keysSeen.add(shareKey);
-      const recent = runOptions.reuse ? this.recentFor(shareKey, key) : undefined;
+      const recent = runOptions.reuse ? this.recent.take(shareKey, key) : undefined;
       const flight = this.flights.get(shareKey);
-      if (recent) reused.push([server.name, recent.outcome]);
+      if (recent) reused.push([server.name, recent]);
       else if (flight) joins.push([server.name, flight]);
       else {
         own.push(server);
@@ -259,10 +255,10 @@ export class SharedDiscovery {
     const shared = shareable(outcome);
     const followers = [...flight.followers];
     flight.followers.clear();
-    if (shared.status === 'ready' && this.options.reuseForMs > 0) {
+    if (shared.status === 'ready') {
       const seenBy = new Set(followers.map(([run]) => run.key));
       if (!runner.startsWith(SYNTHETIC_PREFIX)) seenBy.add(runner);
-      this.remember(flight.shareKey, shared, seenBy);
+      this.recent.remember(flight.shareKey, shared, seenBy);
     }
     for (const [run, name] of followers) {
       this.counters.joined++;
@@ -296,35 +292,10 @@ export class SharedDiscovery {
     if (this.activeRuns === 0) for (const wake of this.quietWaiters.splice(0)) wake();
   }
 
-  // ---------------------------------------------------------------- recent results
-
-  private recentFor(shareKey: string, key: string): Recent | undefined {
-    const recent = this.recent.get(shareKey);
-    if (!recent) return undefined;
-    if (this.options.clock.now() - recent.at > this.options.reuseForMs) {
-      this.recent.delete(shareKey);
-      return undefined;
-    }
-    if (recent.seenBy.has(key)) return undefined;
-    recent.seenBy.add(key);
-    return recent;
-  }
-
-  private remember(shareKey: string, outcome: SettledOutcome, seenBy: Set<string>): void {
-    const now = this.options.clock.now();
-    this.recent.delete(shareKey);
-    this.recent.set(shareKey, { outcome, at: now, seenBy });
-    // Insertion order is age order: expired results are at the front.
-    for (const [oldKey, old] of this.recent) {
-      if (now - old.at <= this.options.reuseForMs) break;
-      this.recent.delete(oldKey);
-    }
-  }
-
   /** A server of `key` announced new lists: its remembered result is stale for everyone. */
   listsChanged(key: string, server: ServerConfig): void {
     const shareKey = this.options.shareKey(key, server);
-    if (shareKey !== undefined) this.recent.delete(shareKey);
+    if (shareKey !== undefined) this.recent.forget(shareKey);
   }
 
   // ---------------------------------------------------------------- retirement

@@ -117,7 +117,11 @@ const DEFAULT_LEASE_TTL_MS = 15_000;
 /** Below this a lease cannot be renewed reliably over a network round trip. */
 const MIN_LEASE_TTL_MS = 30;
 
-/** Creates a {@link Watchdog}. */
+/**
+ * Creates a {@link Watchdog}. Long because it is a factory of closures: the watchdog's timers,
+ * lease and sweep state live in this scope and its methods close over them; the decisions
+ * themselves are the pure functions of `policy.ts`.
+ */
 export function createWatchdog(options: WatchdogOptions): Watchdog {
   const recover = options?.recover === true;
   const agents = isFunction('agents', options.agents);

@@ -22,6 +22,7 @@ import {
   type Span,
   SpanKind,
   SpanStatusCode,
+  type Tracer,
   type TracerProvider,
   context as otelContext,
   metrics,
@@ -82,24 +83,9 @@ function traceparentOf(span: Span): Record<string, string> {
   return { traceparent: `00-${spanContext.traceId}-${spanContext.spanId}-${flags}`, ...(state ? { tracestate: state } : {}) };
 }
 
-/**
- * Subscribes to the core's channels and records spans and metrics. Returns the function that
- * unsubscribes: after it nothing more is recorded (spans still open are ended at that moment).
- */
-export function instrument(options: InstrumentOptions = {}): () => void {
-  const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE, DEFAULT_CLIENT_INFO.version);
-  const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE, DEFAULT_CLIENT_INFO.version);
-  const duration: Histogram = meter.createHistogram('mcp.client.operation.duration', {
-    unit: 's',
-    description: 'Duration of an MCP request as observed by the client, from sending it to its answer.',
-    advice: { explicitBucketBoundaries: DURATION_BUCKETS },
-  });
-  // Maps, not WeakMaps: spans still open when the host uninstruments are ended then, not leaked.
-  const calls = new Map<CallTraceContext, Live>();
-  const discoveries = new Map<DiscoverTraceContext, Span>();
-  let active = true;
-
-  const callHandlers = {
+/** Handlers of `mcp-supervisor:call`: one CLIENT span per attempt, and its duration. */
+function callHandlers(tracer: Tracer, duration: Histogram, calls: Map<CallTraceContext, Live>) {
+  return {
     start(traced: CallTraceContext): void {
       const target = traced.tool === undefined ? '' : ` ${traced.tool}`;
       const attributes = callAttributes(traced);
@@ -113,12 +99,11 @@ export function instrument(options: InstrumentOptions = {}): () => void {
       if (!live) return;
       calls.delete(traced);
       const type = errorType(traced);
-      const extra: Attributes = {
+      live.span.setAttributes({
         ...(type === undefined ? {} : { 'error.type': type }),
         ...(traced.sessionId === undefined ? {} : { 'mcp.session.id': traced.sessionId }),
         ...(traced.protocolVersion === undefined ? {} : { 'mcp.protocol.version': traced.protocolVersion }),
-      };
-      live.span.setAttributes(extra);
+      });
       if (traced.error !== undefined) {
         const error = traced.error as Error;
         live.span.recordException(error);
@@ -131,7 +116,11 @@ export function instrument(options: InstrumentOptions = {}): () => void {
       duration.record((performance.now() - live.startedAt) / 1000, { ...metricAttributes, ...(type === undefined ? {} : { 'error.type': type }) });
     },
   };
-  const discoverHandlers = {
+}
+
+/** Handlers of `mcp-supervisor:discover`: one INTERNAL span per server discovered. */
+function discoverHandlers(tracer: Tracer, discoveries: Map<DiscoverTraceContext, Span>) {
+  return {
     start(traced: DiscoverTraceContext): void {
       const span = tracer.startSpan(`mcp-supervisor.discover ${traced.server}`, {
         kind: SpanKind.INTERNAL,
@@ -160,13 +149,33 @@ export function instrument(options: InstrumentOptions = {}): () => void {
       span.end();
     },
   };
-  callChannel.subscribe(callHandlers as never);
-  discoverChannel.subscribe(discoverHandlers as never);
+}
+
+/**
+ * Subscribes to the core's channels and records spans and metrics. Returns the function that
+ * unsubscribes: after it nothing more is recorded (spans still open are ended at that moment).
+ */
+export function instrument(options: InstrumentOptions = {}): () => void {
+  const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE, DEFAULT_CLIENT_INFO.version);
+  const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE, DEFAULT_CLIENT_INFO.version);
+  const duration: Histogram = meter.createHistogram('mcp.client.operation.duration', {
+    unit: 's',
+    description: 'Duration of an MCP request as observed by the client, from sending it to its answer.',
+    advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+  });
+  // Maps, not WeakMaps: spans still open when the host uninstruments are ended then, not leaked.
+  const calls = new Map<CallTraceContext, Live>();
+  const discoveries = new Map<DiscoverTraceContext, Span>();
+  const onCall = callHandlers(tracer, duration, calls);
+  const onDiscover = discoverHandlers(tracer, discoveries);
+  let active = true;
+  callChannel.subscribe(onCall as never);
+  discoverChannel.subscribe(onDiscover as never);
   return () => {
     if (!active) return;
     active = false;
-    callChannel.unsubscribe(callHandlers as never);
-    discoverChannel.unsubscribe(discoverHandlers as never);
+    callChannel.unsubscribe(onCall as never);
+    discoverChannel.unsubscribe(onDiscover as never);
     for (const { span } of calls.values()) span.end();
     for (const span of discoveries.values()) span.end();
     calls.clear();

@@ -41,9 +41,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { processState, signalGroup } from './proc.js';
+import { allPids, processState, signalGroup } from './proc.js';
 
 /** The environment variable that marks every process spawned for a host. */
 export const LIFELINE_ENV = 'MCP_SUPERVISOR_LIFELINE';
@@ -124,15 +124,8 @@ function processGroupOf(pid: number): number | undefined {
 function pidsWithEntry(entry: string): number[] {
   const needle = `\0${entry}\0`;
   const found: number[] = [];
-  let names: string[];
-  try {
-    names = readdirSync('/proc');
-  } catch {
-    return found;
-  }
-  for (const name of names) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
+  for (const pid of allPids()) {
+    if (pid === process.pid) continue;
     let environ: string;
     try {
       // latin1: a byte-for-byte decoding, cheap, and the marker is ASCII.

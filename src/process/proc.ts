@@ -42,18 +42,26 @@ export function isRunning(pid: number): boolean {
   return processState(pid) === 'alive';
 }
 
-/** Every pid whose process group is `pgid`, with its state (scans `/proc`; a few ms). */
-export function processGroupMembers(pgid: number): { pid: number; state: ProcessState }[] {
-  const members: { pid: number; state: ProcessState }[] = [];
+/** Every pid `/proc` lists now (empty where there is no `/proc`). */
+export function allPids(): number[] {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return members;
+    return [];
   }
+  const pids: number[] = [];
   for (const entry of entries) {
     const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid <= 0) continue;
+    if (Number.isInteger(pid) && pid > 0) pids.push(pid);
+  }
+  return pids;
+}
+
+/** Every pid whose process group is `pgid`, with its state (scans `/proc`; a few ms). */
+export function processGroupMembers(pgid: number): { pid: number; state: ProcessState }[] {
+  const members: { pid: number; state: ProcessState }[] = [];
+  for (const pid of allPids()) {
     const stat = readStat(pid);
     if (stat?.pgrp !== pgid) continue;
     members.push({ pid, state: stat.state === 'Z' ? 'zombie' : stat.state === 'X' ? 'gone' : 'alive' });

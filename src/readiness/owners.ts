@@ -138,7 +138,9 @@ export class OwnerControl {
    * Loads the entry's config if needed, quiesces any leftover body of the key, waits for the
    * reload fence, then launches — with no await between the fence check and the start.
    */
-  private async prepareAndLaunch(entry: Entry, only: readonly string[] | undefined, reason: string): Promise<void> {
+  private async prepareAndLaunch(entry: Entry, requested: readonly string[] | undefined, requestedReason: string): Promise<void> {
+    let only = requested;
+    let reason = requestedReason;
     for (;;) {
       this.assertOpen(entry.key);
       const version = entry.version;
@@ -156,12 +158,16 @@ export class OwnerControl {
       this.assertOpen(entry.key);
       if (entry.version === version) break;
       // A reload invalidated the entry while we waited. Its own kick-off found the entry starting
-      // and left the start to us: go round again on the config it adopted — unless it removed
-      // the profile (then its waiters were told UNKNOWN_PROFILE and there is nothing to start).
+      // and left the start to us: go round again on the config it adopted, as the whole first
+      // discovery the reload would have started (a held cooldown refresh of a few servers would
+      // leave the others pending in an entry the reload emptied) — unless it removed the profile
+      // (then its waiters were told UNKNOWN_PROFILE and there is nothing to start).
       if (!entry.config && !entry.configError) {
         entry.transition({ type: 'abandoned' });
         return;
       }
+      only = undefined;
+      reason = FIRST_USE;
     }
     if (entry.configError || !entry.config) {
       this.settle(entry);

@@ -41,7 +41,8 @@ export interface RedisCoordinator extends FleetCoordinator {
 /**
  * Connects this replica to the fleet named `prefix` on Redis. See {@link RedisCoordinatorOptions};
  * rejects with `INVALID_CONFIG` for bad options and `SERVER_UNREACHABLE` when Redis cannot be
- * reached within `connectTimeoutMs`.
+ * reached within `connectTimeoutMs`. (Long because it wires the fleet's parts — connection,
+ * epoch, store, lease, recoveries — in their start-up order; a failed join leaves no connection open.)
  */
 export async function redisCoordinator(options: RedisCoordinatorOptions): Promise<RedisCoordinator> {
   const o = resolveOptions(options);

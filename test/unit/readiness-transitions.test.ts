@@ -318,3 +318,39 @@ test('a reload while a first use loads its config: the stale load is dropped, th
   t.is(driver.runsOf('p').length, 1, 'the reloaded profile is discovered');
   t.is(waiter.state, 'pending', 'the waiter follows the entry to that discovery');
 });
+
+test('a cooldown refresh held while a reload empties the entry becomes the whole first discovery: no server is left pending in the settlement', async (t) => {
+  const driver = new ScriptedDriver();
+  const clock = new ManualClock();
+  const config = parseProfileConfig({ mcpServers: { a: { command: '/bin/a' }, b: { command: '/bin/b' } } }, { profile: 'p' });
+  const registry = new ReadinessRegistry(driver, new FakeSessions(), async () => config, clock, { readinessCapMs: 10_000, retryCooldownMs: 1000, maxRetryCooldownMs: 600_000 }, new TypedEmitter<ReadinessEvents>());
+  t.teardown(() => registry.close());
+  const first = track(registry.wait('p'));
+  await flush();
+  const run = driver.last('p');
+  driver.ready(run, 'a');
+  driver.fail(run, 'b');
+  // Settled, but the body is still releasing its connections (not finished): the refresh that
+  // comes due must quiesce it first, and holds there; a reload of p runs meanwhile.
+  await flush();
+  t.is(first.state, 'resolved');
+  const held = barrier();
+  driver.quiesceGate.set('p', held);
+  await clock.advance(1000);
+  await flush();
+  t.deepEqual(driver.quiesceCalls.at(-1), { key: 'p', reason: 'cooldown refresh' });
+  const reloading = registry.reload(['p']);
+  held.resolve();
+  await reloading;
+  await flush();
+  const after = driver.last('p');
+  t.deepEqual(after.servers, ['a', 'b'], 'the held refresh started the whole discovery of the reloaded entry');
+  const waiter = track(registry.wait('p'));
+  driver.ready(after, 'a');
+  driver.fail(after, 'b');
+  driver.finish(after);
+  await flush();
+  t.is(waiter.state, 'resolved');
+  t.is(registry.status('p').status, 'degraded');
+  t.deepEqual(registry.status('p').pending, [], 'no server left pending');
+});
