@@ -8,6 +8,7 @@
  * group it started from its own event loop, so the children are reaped before it returns. If it
  * cannot (a synchronous loop), the main thread terminates the worker and kills the recorded groups.
  */
+import { setMaxListeners } from 'node:events';
 import { setPriority } from 'node:os';
 import { threadId } from 'node:worker_threads';
 import PQueue from 'p-queue';
@@ -109,6 +110,9 @@ export async function runDiscoveryBody(task: DiscoveryTask): Promise<BodyResult>
 
   slots.enterOwner(generation, threadId);
   const retired = new AbortController();
+  // One retirement signal is shared by every server of the body and each of their requests: many
+  // listeners on it are the design, not a leak (Node warns past 10).
+  setMaxListeners(0, retired.signal);
   let finished = false;
   void slots.waitForCancel(generation, () => finished).then(() => {
     if (!finished) retired.abort(new Error('generation retired'));
