@@ -1,27 +1,16 @@
 /**
  * The command line as users run it: a real child process per invocation.
  */
+import { runCli } from '../helpers/cli.js';
 import test from 'ava';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { BASE_TOOL_NAMES } from '../fixtures/tools.js';
 import { stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
 
-const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
-async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
-}
+const run = runCli;
 
 async function tempDir(t: import('ava').ExecutionContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'mcp-supervisor-cli-'));

@@ -6,18 +6,15 @@
  * became). Every output is collected — thrown errors, views, turns, every event, stats, the doctor's
  * table and `--json` — and searched for every planted secret.
  */
+import { runCli } from '../helpers/cli.js';
 import test, { type ExecutionContext } from 'ava';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { REDACTED, createHost, isMcpSupervisorError, type HostEvents } from '../../src/index.js';
 import { refusedUrl, startHttpFixture, stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
 
-const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
 /** Every host event: a Record so that a new event name fails the build until it is listed here. */
 const ALL_EVENTS: Record<keyof HostEvents, true> = {
@@ -265,15 +262,6 @@ test('host: no planted secret reaches errors, views, turns, events or stats, eve
   t.regex((echoerError as Error).message, /"echoer"/);
 });
 
-async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
-}
 
 test('doctor: neither the table nor --json (nor a failed --call) shows a planted secret', async (t) => {
   const tag = useFixtureTag(t, 'secrets-cli');

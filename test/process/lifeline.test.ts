@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { LIFELINE_ENV, Lifeline } from '../../src/process/lifeline.js';
 import { useFixtureTag } from '../helpers/fixtures.js';
 import { killGroups, spawnTree, type TreeProcess } from '../helpers/lifeline-trees.js';
-import { cmdline, pollUntil, procState, readStat, signal, waitGone } from '../helpers/processes.js';
+import { cmdline, guardOpenHandles, pollUntil, procState, readStat, signal, waitGone } from '../helpers/processes.js';
 
 const PROGRAM = fileURLToPath(new URL('../programs/lifeline-host.js', import.meta.url));
 /** The promise under test: every marked process is gone this long after the host ended. */
@@ -25,7 +25,6 @@ const GONE_WITHIN_MS = 2000;
 /** The reaper must stay a small shell process. */
 const REAPER_RSS_LIMIT_KB = 5 * 1024;
 /** What keeps the event loop alive when this module loads (the runner's own pipes). */
-const BASELINE_RESOURCES = process.getActiveResourcesInfo().sort();
 
 /** The JSON line `lifeline-host` prints once its tree is up. */
 interface HostReport {
@@ -247,16 +246,5 @@ test(`the reaper is a small shell process (RSS < ${REAPER_RSS_LIMIT_KB / 1024} M
   t.false(lifeline.running);
 });
 
-test.after.always('no open handles are left behind', async () => {
-  const extra = (): string[] => {
-    const left = [...BASELINE_RESOURCES];
-    return process.getActiveResourcesInfo().filter((name) => {
-      const index = left.indexOf(name);
-      if (index < 0) return true;
-      left.splice(index, 1);
-      return false;
-    });
-  };
-  if (await pollUntil(() => extra().length === 0, { timeoutMs: 3000 })) return;
-  throw new Error(`open handles left behind: ${extra().join(', ')}`);
-});
+guardOpenHandles(test);
+

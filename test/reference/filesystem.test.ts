@@ -16,13 +16,12 @@
  * - A tools/call sent right behind `initialized` is handled before the roots answer is applied
  *   (refused, "not in " an empty list): the first call of a fresh session is the interesting one.
  */
+import { runCli } from '../helpers/cli.js';
 import test from 'ava';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { useFixtureTag } from '../helpers/fixtures.js';
 import { guardOpenHandles, referenceServerConfig } from '../helpers/reference-servers.js';
 import type { Turn } from '../../src/index.js';
@@ -32,7 +31,6 @@ guardOpenHandles(test);
 
 const INFO = { name: 'mcp-supervisor-reference-tests', version: '1.0.0' };
 const DENIED = /^Access denied - path outside allowed directories: /;
-const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
 /** Two sibling directories with a file each: `inside` (the root) and `outside`. */
 async function dirs(t: import('ava').ExecutionContext): Promise<{ inside: string; outside: string }> {
@@ -204,15 +202,7 @@ test.serial('a tool filter makes server-filesystem read-only: include/exclude gl
 });
 
 /** Runs the doctor CLI as users do; resolves with its exit code and output. */
-async function doctor(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, 'doctor', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
-}
+const doctor = (args: string[]) => runCli(['doctor', ...args]);
 
 interface DoctorRow {
   profile: string;

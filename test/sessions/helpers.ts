@@ -217,29 +217,7 @@ export function directSupervisor(t: ExecutionContext, entry: unknown, clock: Clo
   };
 }
 
-/** What keeps the event loop alive when this module loads (the runner's own pipes). */
-const BASELINE_RESOURCES = process.getActiveResourcesInfo().sort();
-
-/**
- * Fails the file if, once every test and teardown is over, anything beyond the runner's own
- * resources still keeps the event loop alive (a ref'd timer, socket, child or worker). Polls a
- * bounded while: a closed socket's handle goes away a tick or two after `close()` resolves.
- */
-export function guardOpenHandles(testApi: { after: { always: (title: string, fn: () => Promise<void>) => void } }): void {
-  testApi.after.always('no open handles are left behind', async () => {
-    const extra = (): string[] => {
-      const left = [...BASELINE_RESOURCES];
-      return process.getActiveResourcesInfo().filter((name) => {
-        const index = left.indexOf(name);
-        if (index < 0) return true;
-        left.splice(index, 1);
-        return false;
-      });
-    };
-    if (await pollUntil(() => extra().length === 0, { timeoutMs: 3000 })) return;
-    throw new Error(`open handles left behind: ${extra().join(', ')}`);
-  });
-}
+export { guardOpenHandles } from '../helpers/processes.js';
 
 /**
  * Advances a manual clock by `ms`, one due timer at a time, waiting after each until `settled()`
