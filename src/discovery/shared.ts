@@ -281,9 +281,9 @@ export class SharedDiscovery {
     run.handlers.onDone(error === undefined ? { generation: run.generation } : { generation: run.generation, error });
   }
 
-  /** Resolves when no profile's discovery run is in progress (warm sessions wait for it). */
-  whenQuiet(): Promise<void> {
-    if (this.activeRuns === 0) return Promise.resolve();
+  /** Resolves when no profile's discovery run is in progress (warm sessions wait for it); undefined when none is now. */
+  whenQuiet(): Promise<void> | undefined {
+    if (this.activeRuns === 0) return undefined;
     return new Promise((resolve) => this.quietWaiters.push(resolve));
   }
 

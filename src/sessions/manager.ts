@@ -58,8 +58,8 @@ export class SessionManager implements SessionLayer {
   private readonly urgent = new Map<string, { promise: Promise<void>; resolve(): void }>();
   private version = 0;
   private closed = false;
-  /** Resolves when no discovery runs (set by the host; absent: warm-ups never wait). */
-  discoveryQuiet: (() => Promise<void>) | undefined;
+  /** Resolves when no discovery runs, undefined when none runs now (set by the host; absent: warm-ups never wait). */
+  discoveryQuiet: (() => Promise<void> | undefined) | undefined;
 
   constructor(
     private readonly options: SessionOptions,

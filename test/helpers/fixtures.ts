@@ -252,13 +252,19 @@ export interface HttpFixture extends FixtureProcess {
   stats(): Promise<HttpFixtureStats>;
 }
 
-/**
- * Spawns the HTTP fixture (detached, own group) and resolves once it printed its
- * `{"port","pid"}` line. Its stdin is a pipe from this process and `--exit-with-stdin` is
- * added, so the server exits by itself if the test runner dies without cleaning up.
- */
-export async function startHttpFixture(flags: readonly string[] = [], opts: FixtureOptions & { readyTimeoutMs?: number } = {}): Promise<HttpFixture> {
-  const proc = await spawnFixture(HTTP_FIXTURE, [...flags, '--exit-with-stdin'], opts);
+/** A fixture that printed its port, and the client of its `/control/*` endpoints. */
+export interface ListeningFixture {
+  proc: FixtureProcess;
+  port: number;
+  /** `http://127.0.0.1:<port>` */
+  base: string;
+  /** Calls `/control/<path>`; a non-2xx answer throws with its status and body. */
+  control(path: string, init?: RequestInit): Promise<unknown>;
+}
+
+/** Spawns a fixture `script` and resolves once it printed its `{"port","pid"}` line (stopping it if it never does). */
+export async function startListeningFixture(script: string, flags: readonly string[], opts: FixtureOptions & { readyTimeoutMs?: number }): Promise<ListeningFixture> {
+  const proc = await spawnFixture(script, flags, opts);
   let port: number;
   try {
     port = await readPortLine(proc, opts.readyTimeoutMs ?? 15_000);
@@ -272,6 +278,16 @@ export async function startHttpFixture(flags: readonly string[] = [], opts: Fixt
     if (!response.ok) throw new Error(`control ${path}: HTTP ${response.status} ${await response.text()}`);
     return response.json();
   };
+  return { proc, port, base, control };
+}
+
+/**
+ * Spawns the HTTP fixture (detached, own group) and resolves once it printed its
+ * `{"port","pid"}` line. Its stdin is a pipe from this process and `--exit-with-stdin` is
+ * added, so the server exits by itself if the test runner dies without cleaning up.
+ */
+export async function startHttpFixture(flags: readonly string[] = [], opts: FixtureOptions & { readyTimeoutMs?: number } = {}): Promise<HttpFixture> {
+  const { proc, port, base, control } = await startListeningFixture(HTTP_FIXTURE, [...flags, '--exit-with-stdin'], opts);
   const post = (body?: unknown): RequestInit => ({
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -340,6 +356,11 @@ export function readPortLine(proc: FixtureProcess, timeoutMs: number): Promise<n
  * is vanishingly rare.)
  */
 export async function refusedUrl(): Promise<string> {
+  return `http://127.0.0.1:${await freeLoopbackPort()}/mcp`;
+}
+
+/** A 127.0.0.1 port free a moment ago: bound to port 0, read, closed again. */
+export async function freeLoopbackPort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -347,7 +368,7 @@ export async function refusedUrl(): Promise<string> {
   });
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/mcp`;
+  return port;
 }
 
 /**

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { readPortLine, spawnFixture } from './fixtures.js';
+import { startListeningFixture } from './fixtures.js';
 import type { FixtureOptions, FixtureProcess } from './fixtures.js';
 
 /** Absolute path of the built OAuth fixture (`dist/test/fixtures/oauth-server.js`). */
@@ -104,20 +104,7 @@ export async function startOAuthFixture(
   flags: readonly string[] = [],
   opts: FixtureOptions & { readyTimeoutMs?: number } = {},
 ): Promise<OAuthFixture> {
-  const proc = await spawnFixture(OAUTH_FIXTURE, flags, opts);
-  let port: number;
-  try {
-    port = await readPortLine(proc, opts.readyTimeoutMs ?? 15_000);
-  } catch (error) {
-    await proc.stop();
-    throw error;
-  }
-  const base = `http://127.0.0.1:${port}`;
-  const control = async (path: string, init?: RequestInit): Promise<unknown> => {
-    const response = await fetch(`${base}/control/${path}`, init);
-    if (!response.ok) throw new Error(`control ${path}: HTTP ${response.status} ${await response.text()}`);
-    return response.json();
-  };
+  const { proc, port, base, control } = await startListeningFixture(OAUTH_FIXTURE, flags, opts);
   const post = (body?: unknown): RequestInit => ({
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -14,10 +14,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { FIXTURE_TAG_ENV } from '../helpers/fixtures.js';
+import { FIXTURE_TAG_ENV, freeLoopbackPort } from '../helpers/fixtures.js';
 import { procState, waitGone } from '../helpers/processes.js';
 
 function findOnPath(name: string): string | undefined {
@@ -68,16 +67,6 @@ process.once('exit', () => {
   }
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 interface Proc {
   /** The lifeline shell. */
@@ -151,7 +140,7 @@ export async function startRedisServer(tag: string): Promise<RedisServer> {
   let proc: Proc | undefined;
   // Another process may grab the free port between the probe and the bind: try a few.
   for (let attempt = 1; proc === undefined; attempt++) {
-    port = await freePort();
+    port = await freeLoopbackPort();
     try {
       proc = await launch(binary, port, dir, tag);
     } catch (error) {
