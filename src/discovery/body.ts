@@ -66,13 +66,21 @@ function outcomeJson(outcome: SettledOutcome): string {
  */
 function serverHooks(task: DiscoveryTask, slots: EntrySlots, retired: AbortSignal, releasing: Map<Promise<void>, () => Promise<void>>): ServerDiscoveryContext {
   let spawnedForHook = false;
+  let blockedBeforeRecord = false;
   return {
     connectTimeoutMs: task.connectTimeoutMs,
     ...task.limits,
     ...(task.markerEnv === undefined ? {} : { markerEnv: task.markerEnv }),
     signal: retired,
     isCurrent: () => slots.isCurrent(task.generation),
-    recordPid: (pid) => slots.recordPid(pid),
+    recordPid: (pid) => {
+      const block = task.testHooks?.blockBeforeRecordMs;
+      if (block !== undefined && !blockedBeforeRecord) {
+        blockedBeforeRecord = true;
+        blockThread(block);
+      }
+      return slots.recordPid(pid);
+    },
     clearPid: (pid) => slots.clearPid(pid),
     afterSpawn: () => {
       const block = task.testHooks?.blockAfterSpawnMs;

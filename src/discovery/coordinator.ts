@@ -8,6 +8,7 @@
  * Options and their validation live in `./options.ts`; this module re-exports them (and the
  * ladder's report types) so that its importers need not know the split.
  */
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
@@ -25,6 +26,13 @@ import { type Entry, type Owner, type QuiesceReport, type QuiesceStats, QuiesceH
 import type { SharingStats } from './shared.js';
 import { EntrySlots } from './slots.js';
 import type { BodyMessage, BodyResult, BodyTestHooks, DiscoveryLimits, DiscoveryTask, SettledOutcome } from './types.js';
+
+/**
+ * The environment variable that marks every server one discovery body spawns (value unique to the
+ * body). A worker terminated between spawning a server and recording its pid leaves a process
+ * nothing recorded: the kill rung finds it by this marker (`/proc/<pid>/environ`).
+ */
+export const DISCOVERY_MARKER_ENV = 'MCP_SUPERVISOR_DISCOVERY';
 
 export { type DiscoveryOptions, type ResolvedDiscoveryOptions, resolveDiscoveryOptions } from './options.js';
 export type { QuiesceReport, QuiesceRung, QuiesceStats } from './quiesce.js';
@@ -99,6 +107,9 @@ export class DiscoveryCoordinator {
   private droppedStale = 0;
   private closed = false;
   private readonly quiesceHistory = new QuiesceHistory();
+  /** Makes each body's spawn marker unique to this coordinator (several hosts may share a machine). */
+  private readonly markerPrefix = randomBytes(6).toString('hex');
+  private bodySeq = 0;
 
   constructor(
     options: DiscoveryOptions = {},
@@ -199,6 +210,7 @@ export class DiscoveryCoordinator {
     const generation = entry.slots.beginGeneration();
     const channel = new MessageChannel();
     const reportDone = this.listen(key, entry, generation, servers, handlers, channel.port1);
+    const marker = `${this.markerPrefix}.${++this.bodySeq}`;
     const task: DiscoveryTask = {
       profile: key,
       generation,
@@ -209,11 +221,11 @@ export class DiscoveryCoordinator {
       connectTimeoutMs: this.options.connectTimeoutMs,
       niceness: this.options.niceness,
       limits: this.limits,
-      ...(this.markerEnv === undefined ? {} : { markerEnv: { ...this.markerEnv } }),
+      markerEnv: { ...this.markerEnv, [DISCOVERY_MARKER_ENV]: marker },
       port: channel.port2,
       ...(testHooks === undefined ? {} : { testHooks }),
     };
-    entry.owner = this.runBody(key, task, channel.port1, reportDone);
+    entry.owner = this.runBody(key, task, channel.port1, reportDone, `${DISCOVERY_MARKER_ENV}=${marker}`);
     return { generation };
   }
 
@@ -258,9 +270,9 @@ export class DiscoveryCoordinator {
   }
 
   /** Runs a body in the pool; its owner's task settles (never rejects) when the body is over. */
-  private runBody(key: string, task: DiscoveryTask, port: MessagePort, reportDone: ReportDone): Owner {
+  private runBody(key: string, task: DiscoveryTask, port: MessagePort, reportDone: ReportDone, marker: string): Owner {
     const abort = new AbortController();
-    const owner: Owner = { generation: task.generation, abort, taskSettled: false, port, task: Promise.resolve(undefined) };
+    const owner: Owner = { generation: task.generation, abort, taskSettled: false, port, marker, task: Promise.resolve(undefined) };
     owner.task = this.pool
       .run(task, { transferList: [task.port], signal: abort.signal })
       .then(

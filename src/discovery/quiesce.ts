@@ -6,7 +6,9 @@
  *   2. terminate   — after `quiesceGraceMs`, abort the piscina task: the worker is terminated, and
  *      we wait for its `exit` event;
  *   3. kill        — SIGKILL every process group whose leader the body recorded in the
- *      SharedArrayBuffer, and wait (bounded) until `/proc` shows none of them running.
+ *      SharedArrayBuffer — and, after a terminated worker, every process carrying the body's
+ *      spawn marker (one spawned in the instant before it could be recorded) — and wait (bounded)
+ *      until `/proc` shows none of them running.
  *
  * A retirement resolves only when the worker has exited and every recorded process is gone
  * (zombies are counted as dead, and reported); it says how long each rung took. Every wait of the
@@ -17,7 +19,7 @@ import { once } from 'node:events';
 import type { MessagePort, Worker } from 'node:worker_threads';
 import { type Clock, sleepOn } from '../clock.js';
 import { DEADLINE, withDeadline } from '../deadline.js';
-import { type ProcessState, processState, runningGroupMembers, signalGroup } from '../process/proc.js';
+import { type ProcessState, pidsWithEnvEntry, processState, runningGroupMembers, signalGroup } from '../process/proc.js';
 import type { EntrySlots } from './slots.js';
 import type { BodyResult } from './types.js';
 
@@ -61,6 +63,8 @@ export interface Owner {
   task: Promise<BodyResult | undefined>;
   taskSettled: boolean;
   port: MessagePort;
+  /** The `NAME=value` environment entry every server this body spawns carries. */
+  marker?: string;
 }
 
 /** The coordinator's state of one profile key. */
@@ -78,6 +82,8 @@ export interface ProcessControl {
   /** True while the leader or any member of its group is running. */
   running(pgid: number): boolean;
   state(pid: number): ProcessState;
+  /** Pids whose environment carries exactly `entry` (`NAME=value`). */
+  marked(entry: string): number[];
 }
 
 /** The real processes. */
@@ -85,6 +91,7 @@ export const systemProcesses: ProcessControl = Object.freeze({
   kill: (pgid: number): void => void signalGroup(pgid, 'SIGKILL'),
   running: (pgid: number): boolean => processState(pgid) === 'alive' || runningGroupMembers(pgid).length > 0,
   state: processState,
+  marked: pidsWithEnvEntry,
 });
 
 /** What the ladder needs from its coordinator. */
@@ -129,6 +136,12 @@ export class QuiescenceLadder {
     if (owner && !owner.taskSettled) await this.stopBody(entry, owner, report);
 
     const recorded = entry.slots.pids();
+    // A worker terminated between a spawn and its recording left a process no slot names (the
+    // pid reaches the slot a few instructions after the fork, but a busy or nice'd thread can be
+    // stopped right there): its marker names it. A body that returned recorded all it spawned.
+    if (report.rung === 'terminate' && owner?.marker !== undefined) {
+      for (const pid of this.processes.marked(owner.marker)) if (!recorded.includes(pid)) recorded.push(pid);
+    }
     if (recorded.length > 0) {
       // Processes outlived the body (terminated worker, or a cooperative cancel that missed one).
       report.rung = 'kill';

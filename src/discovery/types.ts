@@ -65,6 +65,8 @@ export type SettledOutcome = Exclude<ServerOutcome, { status: 'pending' }>;
 export interface BodyTestHooks {
   /** After every stdio server has been spawned, block the thread synchronously for this long (ms; -1 = forever). */
   blockAfterSpawnMs?: number;
+  /** Between the first spawn and the recording of its pid, block the thread synchronously (ms; -1 = forever). */
+  blockBeforeRecordMs?: number;
 }
 
 /** What one server may send during discovery (`limits` of the host). */

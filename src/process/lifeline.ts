@@ -41,9 +41,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { allPids, processState, signalGroup } from './proc.js';
+import { pidsWithEnvEntry, processGroupOf, processState, signalGroup } from './proc.js';
 
 /** The environment variable that marks every process spawned for a host. */
 export const LIFELINE_ENV = 'MCP_SUPERVISOR_LIFELINE';
@@ -105,38 +104,6 @@ function killAllOnExit(): void {
       // An exception in an exit listener would replace the host's exit code: swallow it.
     }
   }
-}
-
-/** The process group of `pid`, from `/proc/<pid>/stat`; undefined when it is gone. */
-function processGroupOf(pid: number): number | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  // The command name may contain spaces and parentheses: split after the last ')'.
-  const pgrp = Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[2]);
-  return Number.isInteger(pgrp) ? pgrp : undefined;
-}
-
-/** Pids (other than this process) whose initial environment holds exactly `entry`. */
-function pidsWithEntry(entry: string): number[] {
-  const needle = `\0${entry}\0`;
-  const found: number[] = [];
-  for (const pid of allPids()) {
-    if (pid === process.pid) continue;
-    let environ: string;
-    try {
-      // latin1: a byte-for-byte decoding, cheap, and the marker is ASCII.
-      environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
-    } catch {
-      continue; // exited meanwhile, or another user's
-    }
-    // Zombies have an empty environ, so they are never listed: they are dead already.
-    if (`\0${environ}\0`.includes(needle)) found.push(pid);
-  }
-  return found;
 }
 
 /** Blocks the calling thread for `ms` (only ever a millisecond or two, inside killAllSync). */
@@ -224,7 +191,7 @@ export class Lifeline {
     const killed = new Set<number>();
     const deadline = performance.now() + KILL_SYNC_BUDGET_MS;
     for (;;) {
-      const found = pidsWithEntry(this.entry);
+      const found = pidsWithEnvEntry(this.entry);
       for (const pid of found) {
         killed.add(pid);
         const pgid = processGroupOf(pid);

@@ -37,6 +37,35 @@ export function processState(pid: number): ProcessState {
   return stat.state === 'Z' ? 'zombie' : 'alive';
 }
 
+/** The process group of `pid`; undefined when it is gone. */
+export function processGroupOf(pid: number): number | undefined {
+  const pgrp = readStat(pid)?.pgrp;
+  return pgrp !== undefined && Number.isInteger(pgrp) ? pgrp : undefined;
+}
+
+/**
+ * Pids (other than this process) whose initial environment holds exactly `entry` (`NAME=value`):
+ * how a marked process is found when its pid was never recorded, and how its descendants are
+ * found even after they left its group. Zombies have an empty environ, so they are never listed
+ * (they are dead already); so are other users' processes (unreadable). Scans `/proc`: a few ms.
+ */
+export function pidsWithEnvEntry(entry: string): number[] {
+  const needle = `\0${entry}\0`;
+  const found: number[] = [];
+  for (const pid of allPids()) {
+    if (pid === process.pid) continue;
+    let environ: string;
+    try {
+      // latin1: a byte-for-byte decoding, cheap, and markers are ASCII.
+      environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
+    } catch {
+      continue; // exited meanwhile, or another user's
+    }
+    if (`\0${environ}\0`.includes(needle)) found.push(pid);
+  }
+  return found;
+}
+
 /** True when `pid` is running (not gone, not a zombie). */
 export function isRunning(pid: number): boolean {
   return processState(pid) === 'alive';

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DiscoveryCoordinator, type SettledOutcome } from '../../src/discovery/index.js';
+import type { BodyTestHooks } from '../../src/discovery/types.js';
 import { parseProfileConfig, type ServerConfig } from '../../src/index.js';
 import { refusedUrl, stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
 import { pidsWithTag, pollUntil, procState } from '../helpers/processes.js';
@@ -24,7 +25,7 @@ interface Run {
   threadId: number | undefined;
 }
 
-function run(coordinator: DiscoveryCoordinator, key: string, list: ServerConfig[], hooks?: { blockAfterSpawnMs?: number }): Run {
+function run(coordinator: DiscoveryCoordinator, key: string, list: ServerConfig[], hooks?: BodyTestHooks): Run {
   const outcomes = new Map<string, SettledOutcome>();
   let resolveDone!: (info: { generation: number; error?: Error }) => void;
   const done = new Promise<{ generation: number; error?: Error }>((resolve) => (resolveDone = resolve));
@@ -157,6 +158,23 @@ test('a body stuck in a synchronous loop is quiesced through the hard rungs (ter
   t.is(coordinator.liveOwners('p'), 0);
   t.false(coordinator.threadIds().includes(stuckThread!), 'the stuck worker was terminated');
   t.is(stuck.outcomes.size, 0);
+});
+
+test('a server spawned in the instant before its pid was recorded, its worker terminated right there, is found by the body\'s marker and killed', async (t) => {
+  const tag = useFixtureTag(t);
+  const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000, quiesceGraceMs: 100 });
+  run(coordinator, 'p', servers({ hang: stdioFixtureConfig(['--hang-initialize', '--wrapper'], { tag }) }), { blockBeforeRecordMs: -1 });
+  // The server and its wrapper grandchild run; the body's thread is stuck before recording the pid.
+  t.true(await pollUntil(() => pidsWithTag(tag).length >= 2, { timeoutMs: 10_000 }));
+  const tagged = pidsWithTag(tag);
+  t.is(coordinator.stats().recordedChildren, 0, 'no slot names the server');
+
+  const report = await coordinator.quiesce('p', 'stuck before recording');
+  t.is(report.rung, 'kill', JSON.stringify(report));
+  t.true(report.quiesced, JSON.stringify(report));
+  t.deepEqual(report.survivors, []);
+  for (const pid of tagged) t.not(procState(pid), 'alive', `pid ${pid}`);
+  t.is(coordinator.liveOwners('p'), 0);
 });
 
 test('a body queued behind one that needs the terminate rung starts once it is gone (one thread: piscina must replace the aborted worker)', async (t) => {

@@ -20,8 +20,9 @@ import { guardOpenHandles, tempDir, textOf } from '../sessions/helpers.js';
 guardOpenHandles(test);
 
 function host(t: ExecutionContext, options: HostOptions): Host {
-  // No warm sessions: every counted start is a discovery's.
-  const created = createHost({ sessions: { eager: false }, ...options, discovery: { maxThreads: 1, connectTimeoutMs: 20_000, ...options.discovery } });
+  // No warm sessions: every counted start is a discovery's. A long hard wait: these tests are about
+  // sharing, and a terminated worker at nice 19 on a loaded machine can take seconds to exit.
+  const created = createHost({ sessions: { eager: false }, ...options, discovery: { maxThreads: 1, connectTimeoutMs: 20_000, quiesceHardWaitMs: 30_000, ...options.discovery } });
   t.teardown(() => created.close());
   return created;
 }
@@ -143,6 +144,8 @@ test('the leader is retired mid-flight (reload removes its server): its body and
   const started = startsOf(h, 2);
   const leadReady = h.ready('lead');
   const followReady = h.ready('follow');
+  // Awaited below; observed now so that a failed assertion in between does not add an unhandled rejection.
+  for (const pending of [leadReady, followReady]) pending.catch(() => undefined);
   const [leader] = await started;
   t.true(await pollUntil(() => gated.shells().length === 1, { timeoutMs: 30_000 }), 'the leader\'s discovery is waiting at the gate');
   const leaderPid = gated.shells()[0]!;
@@ -151,7 +154,6 @@ test('the leader is retired mid-flight (reload removes its server): its body and
   const { changes } = await h.reload(leader!, { profiles: { [leader!]: { mcpServers: {} }, [leader === 'lead' ? 'follow' : 'lead']: { mcpServers: { fx: gated.server } } } });
   t.deepEqual(changes.find((change) => change.key === leader)?.removed, ['fx']);
   t.not(procState(leaderPid), 'alive', 'the retired leader\'s process is gone once reload returned');
-  t.is(gated.shells().length, 1, 'only the leader\'s discovery had started a process');
   t.is(h.stats().discovery.sharing?.rehomed, 1);
 
   await gated.open();

@@ -101,6 +101,7 @@ test('kill rung: the poll runs on the clock; a group that dies is cleared (a zom
     // 1001 goes after its third SIGKILL; 1002 never does.
     running: (pid) => pid === 1002 || (kills.get(pid) ?? 0) < 3,
     state: (pid): ProcessState => (pid === 1001 && (kills.get(pid) ?? 0) >= 3 ? 'zombie' : 'alive'),
+    marked: () => [],
   };
   const entry: Entry = { slots: new EntrySlots(), owner: undefined, zombies: new Set() };
   entry.slots.beginGeneration();
@@ -123,6 +124,45 @@ test('kill rung: the poll runs on the clock; a group that dies is cleared (a zom
   t.false(report.quiesced);
   t.deepEqual(entry.slots.pids(), [1002], 'only the dead one is cleared');
   t.deepEqual([...entry.zombies], [1001]);
+});
+
+test('a process spawned but never recorded (worker terminated in between) is found by the body\'s marker and killed; a body that returned is never scanned', async (t) => {
+  const MARKER = 'MCP_SUPERVISOR_DISCOVERY=test.1';
+  const scans: string[] = [];
+  const killed = new Set<number>();
+  const processes: ProcessControl = {
+    kill: (pid) => void killed.add(pid),
+    running: (pid) => !killed.has(pid),
+    state: (pid): ProcessState => (killed.has(pid) ? 'zombie' : 'alive'),
+    marked: (entry) => {
+      scans.push(entry);
+      // 3001 was recorded before the worker stopped; 3002 was spawned and never recorded.
+      return entry === MARKER ? [3001, 3002] : [];
+    },
+  };
+  for (const outcome of ['terminated', 'returned'] as const) {
+    const clock = new ManualClock();
+    const running = runningEntry(t);
+    running.owner.marker = MARKER;
+    running.entry.slots.recordPid(3001);
+    if (outcome === 'terminated') running.owner.abort.signal.addEventListener('abort', running.end);
+    const retiring = watch(new QuiescenceLadder({ clock, graceMs: GRACE_MS, hardWaitMs: HARD_WAIT_MS, workerOf: () => undefined, processes }).retire('k', 'reload', running.entry));
+    if (outcome === 'returned') {
+      // A body that returns killed and reaped what it spawned: its slot is empty by then.
+      running.entry.slots.clearPid(3001);
+      running.finish();
+    } else await clock.advance(GRACE_MS);
+    const report = await retiring.promise;
+    if (outcome === 'terminated') {
+      t.is(report.rung, 'kill');
+      t.deepEqual(report.zombies.sort(), [3001, 3002], 'the recorded and the unrecorded process were both killed');
+      t.true(report.quiesced);
+      t.deepEqual(scans, [MARKER], 'one scan, for this body\'s marker');
+    } else {
+      t.is(report.rung, 'cooperative');
+      t.deepEqual(scans, [MARKER], 'no scan after a body that returned');
+    }
+  }
 });
 
 test('an unknown key is an idle report; the history counts by rung and keeps cooperative totals', (t) => {
