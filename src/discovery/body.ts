@@ -17,13 +17,15 @@ import { WorkerRpc, remoteSide } from '../client/remote.js';
 import { DEFAULT_CLIENT_INFO } from '../client/info.js';
 import { type ClientSideDescriptor, bareDescriptor } from '../connection/client-side.js';
 import { type ServerDiscoveryContext, discoverServer } from './server-discovery.js';
+import { setAutogroupNice } from '../process/proc.js';
 import { EntrySlots } from './slots.js';
 import type { BodyMessage, BodyResult, DiscoveryTask, SettledOutcome } from './types.js';
 
 /**
  * Lowers this worker thread's scheduling priority (Linux applies `setpriority` to the calling
  * thread), once per thread: discovery then yields the CPU to the host's main thread, and the
- * servers it spawns inherit the priority. A thread can only be made nicer, never less nice
+ * servers it spawns inherit the priority (their scheduler autogroups are given it too, see
+ * {@link setAutogroupNice}). A thread can only be made nicer, never less nice
  * without privileges, so a lower value asked for later is ignored.
  */
 let threadNiceness: number | undefined;
@@ -79,6 +81,10 @@ function serverHooks(task: DiscoveryTask, slots: EntrySlots, retired: AbortSigna
         blockedBeforeRecord = true;
         blockThread(block);
       }
+      // The server inherited this thread's nice value, but leads a session of its own: give its
+      // scheduler autogroup the same value, or it competes with the host at full weight. (Before
+      // recording: a recorded pid says its priority is settled.)
+      if (task.niceness > 0) setAutogroupNice(pid, task.niceness);
       return slots.recordPid(pid);
     },
     clearPid: (pid) => slots.clearPid(pid),

@@ -177,6 +177,30 @@ test('a server spawned in the instant before its pid was recorded, its worker te
   t.is(coordinator.liveOwners('p'), 0);
 });
 
+/** The nice value of a process (field 19 of `/proc/<pid>/stat`) and of its scheduler autogroup, if the kernel has autogroups. */
+function niceOf(pid: number): { process: number; autogroup: number | undefined } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  const autogroup = existsSync(`/proc/${pid}/autogroup`) ? Number(/nice (-?\d+)/.exec(readFileSync(`/proc/${pid}/autogroup`, 'utf8'))?.[1]) : undefined;
+  return { process: nice, autogroup };
+}
+
+test('servers a body spawns run at its niceness, their own session\'s scheduler autogroup included; niceness 0 leaves both alone', async (t) => {
+  for (const niceness of [19, 0]) {
+    const tag = useFixtureTag(t);
+    const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000, niceness });
+    run(coordinator, 'p', servers({ hang: stdioFixtureConfig(['--hang-initialize'], { tag }) }));
+    // Recorded means the body has set the server's priority (it does so just before recording it).
+    t.true(await pollUntil(() => coordinator.stats().recordedChildren === 1 && pidsWithTag(tag).length === 1, { timeoutMs: 10_000 }));
+    const [pid] = pidsWithTag(tag);
+    const nice = niceOf(pid!);
+    t.is(nice.process, niceness, `niceness ${niceness}: the process`);
+    // Without autogroups (CONFIG_SCHED_AUTOGROUP off) there is nothing more to check.
+    if (nice.autogroup !== undefined) t.is(nice.autogroup, niceness, `niceness ${niceness}: its autogroup`);
+    await coordinator.quiesce('p', 'checked');
+  }
+});
+
 test('a body queued behind one that needs the terminate rung starts once it is gone (one thread: piscina must replace the aborted worker)', async (t) => {
   const tag = useFixtureTag(t);
   const coordinator = newCoordinator(t, { maxThreads: 1, connectTimeoutMs: 600_000, quiesceGraceMs: 100 });
