@@ -9,7 +9,7 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describeError } from '../errors.js';
 import type { ExitInfo } from '../process/stdio-transport.js';
 import type { FailureKind, ServerFailure } from '../discovery/types.js';
@@ -65,6 +65,46 @@ export function httpStatusOf(error: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * The JSON-RPC error code with which a server refuses a protocol version it does not speak
+ * (MCP 2026-07-28, `UnsupportedProtocolVersion`; its `data` lists what the server supports).
+ */
+export const UNSUPPORTED_PROTOCOL_VERSION_CODE = -32022;
+
+/** At most this many versions, each this long, are quoted from a server's refusal. */
+const QUOTED_VERSIONS = 8;
+const QUOTED_VERSION_LENGTH = 40;
+
+/** The `error` of a JSON-RPC answer an HTTP error carries in its message ("…: {json}"), if any. */
+function jsonRpcErrorInMessage(message: string): { code?: unknown; data?: unknown } | undefined {
+  const start = message.indexOf('{');
+  if (start < 0) return undefined;
+  try {
+    const parsed = JSON.parse(message.slice(start)) as { error?: { code?: unknown; data?: unknown } };
+    return typeof parsed.error === 'object' && parsed.error !== null ? parsed.error : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * When `error` is a server's refusal of the protocol version we asked for — over stdio an
+ * `McpError` -32022, over HTTP the same JSON-RPC error in a 4xx body — the versions it says it
+ * speaks (bounded: a server's words are quoted, never trusted in size). Otherwise undefined.
+ */
+export function refusedProtocolVersion(error: unknown): { supported: string[]; requested: string } | undefined {
+  let refusal: { code?: unknown; data?: unknown } | undefined;
+  if (error instanceof McpError) refusal = { code: error.code, data: error.data };
+  else if (error instanceof StreamableHTTPError) refusal = jsonRpcErrorInMessage(error.message);
+  if (refusal?.code !== UNSUPPORTED_PROTOCOL_VERSION_CODE) return undefined;
+  const data = (typeof refusal.data === 'object' && refusal.data !== null ? refusal.data : {}) as { supported?: unknown; requested?: unknown };
+  const supported = Array.isArray(data.supported)
+    ? data.supported.filter((version): version is string => typeof version === 'string').slice(0, QUOTED_VERSIONS).map((version) => version.slice(0, QUOTED_VERSION_LENGTH))
+    : [];
+  const requested = typeof data.requested === 'string' ? data.requested.slice(0, QUOTED_VERSION_LENGTH) : LATEST_PROTOCOL_VERSION;
+  return { supported, requested };
+}
+
 /** Describes a process exit the way a person reads it. */
 export function describeExit(exit: ExitInfo): string {
   return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code ?? 'unknown'}`;
@@ -100,6 +140,20 @@ export function classifyFailure(error: unknown, context: ClassifyContext): Serve
   if (tooLarge !== undefined) return failure('too_large', `the server sent a message larger than limits.maxMessageBytes (${tooLarge} bytes); it was refused`);
   if (error instanceof CatalogLimitError) return failure('too_large', error.message);
   if (error instanceof McpError && error.code === MESSAGE_TOO_LARGE_CODE) return failure('too_large', error.message.replace(/^MCP error -?\d+: /, ''));
+  // Before the exit: a stdio server that refused our version ends the connection right after.
+  const refusal = refusedProtocolVersion(error);
+  if (refusal) {
+    const speaks = refusal.supported.length > 0 ? `it speaks ${refusal.supported.join(', ')}` : 'it did not say which it speaks';
+    // Dates compare as strings: a server of the stateless era is one this client cannot talk to yet.
+    const newEra = refusal.supported.some((version) => version >= '2026-07-28')
+      ? ': servers that speak only the 2026-07-28 era, without the 2025-11-25 one, are not supported yet'
+      : '';
+    return failure(
+      'protocol',
+      `the server does not speak MCP ${refusal.requested} (${speaks})${newEra}`,
+      { ...stderr, ...(httpStatusOf(error) === undefined ? {} : { httpStatus: httpStatusOf(error) }) },
+    );
+  }
   if (context.exit) {
     const during = context.phase === 'session start' ? 'while its session was starting' : 'before discovery finished';
     return failure('exited', `the server process ${describeExit(context.exit)} ${during}`, {

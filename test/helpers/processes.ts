@@ -12,6 +12,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pidsWithEnvEntry } from '../../src/process/proc.js';
 
 /** What /proc says about a pid. */
 export type ProcState = 'alive' | 'zombie' | 'gone';
@@ -78,19 +79,7 @@ export function cmdline(pid: number): string {
  * listed.
  */
 export function pidsWithTag(tag: string, envName = 'MCP_FIXTURE_TAG'): number[] {
-  const needle = `${envName}=${tag}`;
-  const found: number[] = [];
-  for (const pid of listPids()) {
-    if (pid === process.pid) continue;
-    let environ: string;
-    try {
-      environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
-    } catch {
-      continue; // exited meanwhile, or not ours to read
-    }
-    if (environ.split('\0').includes(needle) && procState(pid) === 'alive') found.push(pid);
-  }
-  return found;
+  return pidsWithEnvEntry(`${envName}=${tag}`).filter((pid) => procState(pid) === 'alive');
 }
 
 /** Live members of process group `pgid`. */
