@@ -1,6 +1,6 @@
 /**
  * `mcp-supervisor/gateway`: for hosts that also serve MCP to their agents through an in-process
- * gateway. Exports only; see DESIGN §6.
+ * gateway. Exports only; how a host wires it: the JSDoc of `createGateway` (and docs/fleet.md for replicas).
  */
 export { createGateway } from './gateway.js';
 export type { Gateway, GatewayOptions } from './gateway.js';

@@ -2,7 +2,7 @@
  * Profile readiness: one entry per canonical profile key, one discovery owner per entry at a time,
  * one shared settlement that every waiter of the entry awaits.
  *
- * Ownership rules (DESIGN §3–4):
+ * Ownership rules (docs/ARCHITECTURE.md §3 and §5):
  * - every owner transition of a key (start, retry, refresh) runs under the entry's own mutex and
  *   quiesces the previous body before starting the next, so the live-owner count never exceeds 1;
  * - a new owner is only created while the reload fence is open, checked with no await between the

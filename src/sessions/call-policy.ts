@@ -3,7 +3,7 @@
  * whole rule is in one table and can be tested row by row.
  *
  * The facts are what the transport recorded ({@link Delivery}) and what is known of the session,
- * never the wording of an error. The rule (DESIGN §5):
+ * never the wording of an error. The rule (docs/ARCHITECTURE.md §7):
  *
  * - a request that provably never reached the server (never written, refused before connecting,
  *   rejected by a 4xx session error) is sent once more on a fresh session — it cannot run twice;

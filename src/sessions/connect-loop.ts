@@ -1,5 +1,5 @@
 /**
- * The connect loop of one supervised server (DESIGN §5): single-flight connect attempts,
+ * The connect loop of one supervised server (docs/ARCHITECTURE.md §7): single-flight connect attempts,
  * exponential backoff with jitter, a reconnect budget that only a *proven* session refills, and
  * parking with a periodic probe once the budget is spent.
  *

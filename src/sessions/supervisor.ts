@@ -1,5 +1,5 @@
 /**
- * The supervisor of one server's live session on the main thread (DESIGN §5). It wires three
+ * The supervisor of one server's live session on the main thread (docs/ARCHITECTURE.md §7). It wires three
  * parts and owns what they share (the circuit breaker, the counters, the sessions being let go):
  *
  * - the connect loop ({@link ConnectLoop}): single-flight connects, backoff with jitter, a

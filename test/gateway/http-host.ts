@@ -1,6 +1,6 @@
 /**
- * A minimal host serving MCP to agents over Streamable HTTP on 127.0.0.1, the way DESIGN §6
- * expects a host to use the gateway: one `McpServer` per session (an `McpServer` owns a single
+ * A minimal host serving MCP to agents over Streamable HTTP on 127.0.0.1, the way `createGateway`'s
+ * JSDoc expects a host to use the gateway: one `McpServer` per session (an `McpServer` owns a single
  * transport), `gw.attach` before any tool is registered, session ids from
  * `gw.sessionIdGenerator()`, and a router that answers 404 to any session id that is not of the
  * current epoch before it even looks the session up. Agents are identified from the bearer token

@@ -1,5 +1,5 @@
 /**
- * close() a host can rely on (DESIGN §8): one promise for every caller, resolved only once every
+ * close() a host can rely on (docs/ARCHITECTURE.md §9): one promise for every caller, resolved only once every
  * process is gone; every network step bounded (an HTTP server that never answers DELETE cannot
  * hold it); and the event loop kept alive until it is done.
  */

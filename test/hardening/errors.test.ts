@@ -1,5 +1,5 @@
 /**
- * Errors that mean what they say, whatever the entry point (DESIGN §8):
+ * Errors that mean what they say, whatever the entry point (docs/ARCHITECTURE.md §7):
  * - server names that are also Object.prototype members are just names; `__proto__` is refused
  *   by config validation, naming it;
  * - arguments that are not a plain JSON object are INVALID_ARGUMENTS, and nothing is sent;

@@ -1,5 +1,5 @@
 /**
- * No process outlives the host (DESIGN §8), through createHost: a host program with a live
+ * No process outlives the host (docs/ARCHITECTURE.md §9), through createHost: a host program with a live
  * session on a server that ignores stdin EOF and SIGTERM (under a wrapper with a grandchild) and
  * a discovery stuck on a hanging server, ended by SIGKILL, SIGTERM, process.exit() and an
  * uncaught exception — each time no server process is left, and the host ended exactly as it

@@ -1,5 +1,5 @@
 /**
- * Nothing a server sends can crash the host or fail its neighbours (DESIGN §8), with real
+ * Nothing a server sends can crash the host or fail its neighbours (docs/ARCHITECTURE.md §8), with real
  * processes and real sizes: a 20 MB tool result and a 12 MB `tools/list`, over stdio and
  * Streamable HTTP, and a schema 5 000 levels deep. Each fails only its own server or call, with
  * MESSAGE_TOO_LARGE (or `too_large` in discovery) naming the limit; the neighbour is ready and the

@@ -1,5 +1,5 @@
 /**
- * Bounded, unpoisonable profile resolution (DESIGN §8):
+ * Bounded, unpoisonable profile resolution (docs/ARCHITECTURE.md §8):
  * - unlisted path-like references are read only inside `profileRoots` (none by default): a
  *   planted `.mcp.json` elsewhere is never read, so its command never runs;
  * - unknown references are remembered in a bounded cache (`limits.maxUnknownProfiles`);

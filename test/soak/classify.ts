@@ -3,7 +3,7 @@
  *
  * A call is identified by its slot (`<profile>/<server>`); the fault log holds, per slot, when its
  * processes were SIGKILLed, when its HTTP server forgot its sessions and when its profile was
- * reloaded. The rules, from DESIGN §5 and the README's error table:
+ * reloaded. The rules, from docs/ARCHITECTURE.md §7 and the README's error table:
  *
  * | code | legitimate when |
  * | --- | --- |

@@ -1,7 +1,7 @@
 /**
  * Model test: fast-check drives random sequences of beginTurn / retry / reload / config change
- * (and bursts of them at once) over fixture-backed profiles, and checks the invariants of DESIGN
- * §2–4 after every step: at most one live discovery owner per key, nothing published from a
+ * (and bursts of them at once) over fixture-backed profiles, and checks the invariants of
+ * docs/ARCHITECTURE.md §3 after every step: at most one live discovery owner per key, nothing published from a
  * retired generation (a turn always reflects the config of its generation), no bare pending
  * result, frozen turns, and no process left behind after close().
  */
@@ -123,7 +123,7 @@ const burst = (profile: string): Command => ({
   toString: () => `burst(${profile})`,
 });
 
-test('model: random beginTurn / retry / reload / config-change sequences keep the invariants of DESIGN §2–4', async (t) => {
+test('model: random beginTurn / retry / reload / config-change sequences keep the architecture\'s invariants', async (t) => {
   const tag = useFixtureTag(t);
   const profileArb = fc.constantFrom(...PROFILES);
   const commands = [
@@ -134,7 +134,8 @@ test('model: random beginTurn / retry / reload / config-change sequences keep th
     profileArb.map(burst),
   ];
   let runs = 0;
-  await fc.assert(
+  // fast-check keeps the failing command's own error as the `cause`, which ava does not print.
+  const assertion = fc.assert(
     fc.asyncProperty(fc.commands(commands, { maxCommands: 6 }), async (sequence) => {
       runs++;
       const model: Model = { p1: { s1: 'healthy', s2: 'broken' }, p2: { s1: 'healthy', s2: 'healthy' } };
@@ -152,7 +153,12 @@ test('model: random beginTurn / retry / reload / config-change sequences keep th
       const left = pidsWithTag(tag);
       if (left.length > 0) throw new Error(`processes left after close: ${left.join(', ')}`);
     }),
-    { numRuns: 8 },
+    // FC_SEED / FC_PATH replay a failure fast-check reported (verbose: the failing command's error).
+    { numRuns: 8, ...(process.env['FC_SEED'] ? { seed: Number(process.env['FC_SEED']), path: process.env['FC_PATH'] ?? '', endOnFailure: true } : {}) },
   );
+  await assertion.catch((error: unknown) => {
+    const cause = (error as { cause?: unknown }).cause;
+    throw new Error(`${(error as Error).message}\ncaused by: ${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}`);
+  });
   t.is(runs >= 8, true);
 });

@@ -1,6 +1,6 @@
 /**
  * The call policy (`decide`), row by row, as a decision table checked against every combination
- * of facts, and as properties. The named rows tell the rule of DESIGN §5 case by case; the table
+ * of facts, and as properties. The named rows tell the rule of docs/ARCHITECTURE.md §7 case by case; the table
  * gives every combination its one expected verdict; the properties pin what must hold whatever the facts:
  * nothing that may have run is resent as if it had not, a replay happens only for tools safe to
  * repeat and only once, an exit is never a timeout, and every call ends within three attempts.
