@@ -3,7 +3,7 @@
  * quiescence ladder (cooperative and hard), and the generation filter.
  */
 import test from 'ava';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -185,7 +185,15 @@ function niceOf(pid: number): { process: number; autogroup: number | undefined }
   return { process: nice, autogroup };
 }
 
-test('servers a body spawns run at its niceness, their own session\'s scheduler autogroup included; niceness 0 leaves both alone', async (t) => {
+/** Nice values of this process's threads (a discovery body's worker thread is one of them). */
+function threadNiceValues(): number[] {
+  return readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  });
+}
+
+test('servers a body spawns run at its niceness, their own session\'s scheduler autogroup included, its thread at 5 at most; niceness 0 leaves all alone', async (t) => {
   for (const niceness of [19, 0]) {
     const tag = useFixtureTag(t);
     const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000, niceness });
@@ -197,6 +205,10 @@ test('servers a body spawns run at its niceness, their own session\'s scheduler 
     t.is(nice.process, niceness, `niceness ${niceness}: the process`);
     // Without autogroups (CONFIG_SCHED_AUTOGROUP off) there is nothing more to check.
     if (nice.autogroup !== undefined) t.is(nice.autogroup, niceness, `niceness ${niceness}: its autogroup`);
+    // The body's thread must still get a core to stop when retired: never nicer than 5.
+    const threads = threadNiceValues();
+    t.false(threads.some((value) => value > 5), `niceness ${niceness}: threads ${threads.join(',')}`);
+    if (niceness > 0) t.true(threads.includes(5), `niceness ${niceness}: the discovery thread at 5, threads ${threads.join(',')}`);
     await coordinator.quiesce('p', 'checked');
   }
 });
