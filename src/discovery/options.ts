@@ -11,8 +11,10 @@ export interface DiscoveryOptions {
    */
   maxThreads?: number;
   /**
-   * OS scheduling priority (nice, 0–19) of discovery workers and of the servers they spawn for
-   * discovery. Default 19: discovery yields the CPU to the host; sessions keep normal priority.
+   * OS scheduling priority (nice, 0–19) of the servers discovery spawns — their process and, on
+   * Linux, their scheduler autogroup. Default 19: discovery yields the CPU to the host; sessions
+   * keep normal priority. Discovery worker threads take this value but never more than 5, so a
+   * retired body still gets a core to stop on a busy host.
    */
   niceness?: number;
   /** Idle workers are ended after this long (ms). Default 30 000. */
