@@ -122,7 +122,8 @@ export class DiscoveryCoordinator {
   ) {
     this.options = resolveDiscoveryOptions(options);
     this.pool = new Piscina<DiscoveryTask, BodyResult>({
-      filename: fileURLToPath(new URL('../../workers/discovery-body.js', import.meta.url)),
+      // A CommonJS entry that imports the body asynchronously: see workers/discovery-entry.cts.
+      filename: fileURLToPath(new URL('../../workers/discovery-entry.cjs', import.meta.url)),
       maxThreads: this.options.maxThreads,
       // One thread stays: piscina (5.x) replaces a worker whose running task was aborted (our
       // terminate rung) only up to `minThreads`, and with none kept a body queued behind the
