@@ -100,9 +100,18 @@ export function parseDoctorArgs(argv: readonly string[]): DoctorArgs {
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('--call arguments must be a JSON object');
       args.call = { server: target.slice(0, slash), tool: target.slice(slash + 1), args: parsed as Record<string, unknown> };
     } else if (arg.startsWith('--')) throw new UsageError(`unknown option ${arg}`);
-    else addProfile(path.basename(arg).replace(/\.json$/i, '') || arg, arg);
+    else addProfile(profileNameOf(arg), arg);
   }
   return args;
+}
+
+/**
+ * The profile name of a file given without `--profile`: its base name without `.json` and without
+ * leading dots (`.mcp.json` → `mcp`). A name that began with a dot would read as a relative path
+ * where profile references are resolved, and name a profile that is not this file.
+ */
+export function profileNameOf(file: string): string {
+  return path.basename(file).replace(/\.json$/i, '').replace(/^\.+/, '') || 'default';
 }
 
 /** Result of a doctor run, also used by the demo. */

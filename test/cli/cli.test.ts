@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BASE_TOOL_NAMES } from '../fixtures/tools.js';
 import { stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
+import { parseDoctorArgs, profileNameOf } from '../../src/cli/doctor.js';
+import { isPathLikeRef } from '../../src/config/profile-key.js';
 
 
 const run = runCli;
@@ -101,4 +103,11 @@ test('doctor --trace --call prints the trace tree: the discovery done in the wor
   const report = JSON.parse(json.stdout) as { trace: { kind: string; server: string; outcome: string }[] };
   t.like(report.trace[0], { kind: 'discover', server: 'fx' });
   t.regex(report.trace[0]!.outcome, /^ready, \d+ tools$/);
+});
+
+test('a profile file given without --profile is named after it, leading dots dropped: .mcp.json is "mcp", never a path', (t) => {
+  t.deepEqual(parseDoctorArgs(['/work/.mcp.json', '/home/u/claude_desktop_config.json']).profiles.map((profile) => profile.name), ['mcp', 'claude_desktop_config']);
+  t.is(profileNameOf('/x/.json'), 'default');
+  t.false(isPathLikeRef(profileNameOf('/x/..hidden.JSON')), 'never read as a path');
+  t.throws(() => parseDoctorArgs(['/a/.mcp.json', '/b/.mcp.json']), { message: /profile name "mcp" is used twice/ });
 });
