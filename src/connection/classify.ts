@@ -143,6 +143,7 @@ export function classifyFailure(error: unknown, context: ClassifyContext): Serve
   // Before the exit: a stdio server that refused our version ends the connection right after.
   const refusal = refusedProtocolVersion(error);
   if (refusal) {
+    const refusalStatus = httpStatusOf(error);
     const speaks = refusal.supported.length > 0 ? `it speaks ${refusal.supported.join(', ')}` : 'it did not say which it speaks';
     // Dates compare as strings: a server of the stateless era is one this client cannot talk to yet.
     const newEra = refusal.supported.some((version) => version >= '2026-07-28')
@@ -151,7 +152,7 @@ export function classifyFailure(error: unknown, context: ClassifyContext): Serve
     return failure(
       'protocol',
       `the server does not speak MCP ${refusal.requested} (${speaks})${newEra}`,
-      { ...stderr, ...(httpStatusOf(error) === undefined ? {} : { httpStatus: httpStatusOf(error) }) },
+      { ...stderr, ...(refusalStatus === undefined ? {} : { httpStatus: refusalStatus }) },
     );
   }
   if (context.exit) {

@@ -27,7 +27,20 @@ export const RAW_FIXTURE = fileURLToPath(new URL('../fixtures/raw-server.js', im
 
 /** The `mcpServers` entry that runs the raw (SDK-less, hostile) stdio fixture with `flags`. */
 export function rawFixtureConfig(flags: readonly string[] = [], opts: FixtureOptions = {}): StdioServerConfig {
-  return { command: process.execPath, args: [RAW_FIXTURE, ...flags], env: { ...opts.env, [FIXTURE_TAG_ENV]: opts.tag ?? DEFAULT_FIXTURE_TAG } };
+  return scriptConfig(RAW_FIXTURE, flags, opts);
+}
+
+/** Absolute path of the built fixture on the v2 server SDK (`dist/test/fixtures/era-server.js`). */
+export const ERA_FIXTURE = fileURLToPath(new URL('../fixtures/era-server.js', import.meta.url));
+
+/** The `mcpServers` entry that runs the v2-SDK era fixture over stdio with `flags`. */
+export function eraFixtureConfig(flags: readonly string[] = [], opts: FixtureOptions = {}): StdioServerConfig {
+  return scriptConfig(ERA_FIXTURE, flags, opts);
+}
+
+/** `node <script> …flags` with the fixture tag (and `opts.env`) in its environment. */
+function scriptConfig(script: string, flags: readonly string[], opts: FixtureOptions): StdioServerConfig {
+  return { command: process.execPath, args: [script, ...flags], env: { ...opts.env, [FIXTURE_TAG_ENV]: opts.tag ?? DEFAULT_FIXTURE_TAG } };
 }
 
 /** Absolute path of the built Streamable HTTP fixture (`dist/test/fixtures/http-server.js`). */
@@ -66,11 +79,7 @@ export interface StdioServerConfig {
  * tag and `opts.env`: the spawner adds its own defaults (PATH, HOME, …).
  */
 export function stdioFixtureConfig(flags: readonly string[] = [], opts: FixtureOptions = {}): StdioServerConfig {
-  return {
-    command: process.execPath,
-    args: [STDIO_FIXTURE, ...flags],
-    env: { ...opts.env, [FIXTURE_TAG_ENV]: opts.tag ?? DEFAULT_FIXTURE_TAG },
-  };
+  return scriptConfig(STDIO_FIXTURE, flags, opts);
 }
 
 /** How a fixture process ended. */

@@ -177,20 +177,22 @@ test('a server spawned in the instant before its pid was recorded, its worker te
   t.is(coordinator.liveOwners('p'), 0);
 });
 
-/** The nice value of a process (field 19 of `/proc/<pid>/stat`) and of its scheduler autogroup, if the kernel has autogroups. */
+/** The nice value in a `/proc/…/stat` file (field 19; the command name may hold spaces and parentheses). */
+function niceInStat(file: string): number {
+  const stat = readFileSync(file, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+}
+
+/** The nice value of a process and of its scheduler autogroup, if the kernel has autogroups. */
 function niceOf(pid: number): { process: number; autogroup: number | undefined } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  const nice = niceInStat(`/proc/${pid}/stat`);
   const autogroup = existsSync(`/proc/${pid}/autogroup`) ? Number(/nice (-?\d+)/.exec(readFileSync(`/proc/${pid}/autogroup`, 'utf8'))?.[1]) : undefined;
   return { process: nice, autogroup };
 }
 
 /** Nice values of this process's threads (a discovery body's worker thread is one of them). */
 function threadNiceValues(): number[] {
-  return readdirSync('/proc/self/task').map((tid) => {
-    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-  });
+  return readdirSync('/proc/self/task').map((tid) => niceInStat(`/proc/self/task/${tid}/stat`));
 }
 
 test('servers a body spawns run at its niceness, their own session\'s scheduler autogroup included, its thread at 5 at most; niceness 0 leaves all alone', async (t) => {

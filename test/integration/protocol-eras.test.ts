@@ -4,19 +4,12 @@
  * error that says what it speaks — over stdio and over Streamable HTTP, in discovery, in a
  * turn and in the doctor — never as an exit, an HTTP 400 or a timeout.
  */
-import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { createHost } from '../../src/index.js';
-import { startListeningFixture, useFixtureTag } from '../helpers/fixtures.js';
+import { ERA_FIXTURE, eraFixtureConfig, startListeningFixture, useFixtureTag } from '../helpers/fixtures.js';
 import { guardOpenHandles, textOf } from '../sessions/helpers.js';
 
 guardOpenHandles(test);
-
-const ERA_FIXTURE = fileURLToPath(new URL('../fixtures/era-server.js', import.meta.url));
-
-function eraStdio(legacy: 'serve' | 'reject', tag: string): { command: string; args: string[]; env: Record<string, string> } {
-  return { command: process.execPath, args: [ERA_FIXTURE, '--legacy', legacy], env: { MCP_FIXTURE_TAG: tag } };
-}
 
 async function eraHttp(t: import('ava').ExecutionContext, legacy: 'serve' | 'reject', tag: string): Promise<{ url: string }> {
   const fixture = await startListeningFixture(ERA_FIXTURE, ['--http', '--legacy', legacy], { tag });
@@ -32,8 +25,8 @@ test('one profile: a dual-era and a new-era-only server on each transport — th
     profiles: {
       p: {
         mcpServers: {
-          dualStdio: eraStdio('serve', tag),
-          newStdio: eraStdio('reject', tag),
+          dualStdio: eraFixtureConfig(['--legacy', 'serve'], { tag }),
+          newStdio: eraFixtureConfig(['--legacy', 'reject'], { tag }),
           dualHttp: await eraHttp(t, 'serve', tag),
           newHttp: await eraHttp(t, 'reject', tag),
         },
