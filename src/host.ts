@@ -11,6 +11,7 @@ import { type Clock, systemClock } from './clock.js';
 import { AuthRegistry } from './client/auth.js';
 import { LogGate } from './client/logs.js';
 import { ClientSides } from './client/sides.js';
+import { EraCache } from './connection/era-cache.js';
 import { DiscoveryCoordinator } from './discovery/coordinator.js';
 import { SharedDiscovery, discoveryShareKey } from './discovery/shared.js';
 import { TypedEmitter } from './events.js';
@@ -55,7 +56,9 @@ function wire(options: HostOptions, resolved: ResolvedHostOptions, profiles: Pro
   // Started before anything is spawned: every server carries its marker from its first instant.
   const lifeline = Lifeline.start();
   const { maxMessageBytes, maxCatalogItems, maxSchemaDepth } = resolved.limits;
-  const shared = options.discoveryDriver ? undefined : sharedDiscovery(resolved, sides, lifeline, clock);
+  // One cache of era verdicts: discovery probes a server once, sessions and later runs adopt it.
+  const eras = new EraCache(resolved.protocolCache);
+  const shared = options.discoveryDriver ? undefined : sharedDiscovery(resolved, sides, lifeline, clock, eras);
   const driver: DiscoveryDriver = options.discoveryDriver ?? shared!;
 
   // The registry needs the session layer and the session layer reports tool-list changes to the
@@ -71,6 +74,7 @@ function wire(options: HostOptions, resolved: ResolvedHostOptions, profiles: Pro
   );
   // Warm sessions spawn once discovery is quiet: a spawn is synchronous work on this thread.
   if (shared) sessions.discoveryQuiet = () => shared.whenQuiet();
+  sessions.eras = eras;
   registry = new ReadinessRegistry(driver, sessions, profiles.load, clock, resolved.readiness, events, {
     authorizationUrl: (key, name) => {
       const server = serverNamed(registry?.configOf(key), name);
@@ -82,8 +86,8 @@ function wire(options: HostOptions, resolved: ResolvedHostOptions, profiles: Pro
 }
 
 /** The real discovery: bodies in the pool, shared across profiles whose servers are the same. */
-function sharedDiscovery(resolved: ResolvedHostOptions, sides: ClientSides, lifeline: Lifeline, clock: Clock): SharedDiscovery {
+function sharedDiscovery(resolved: ResolvedHostOptions, sides: ClientSides, lifeline: Lifeline, clock: Clock, eras: EraCache): SharedDiscovery {
   const { maxMessageBytes, maxCatalogItems, maxSchemaDepth } = resolved.limits;
-  const coordinator = new DiscoveryCoordinator(resolved.discovery, sides, { maxMessageBytes, maxCatalogItems, maxSchemaDepth }, lifeline.env, clock);
+  const coordinator = new DiscoveryCoordinator(resolved.discovery, sides, { maxMessageBytes, maxCatalogItems, maxSchemaDepth }, lifeline.env, clock, eras);
   return new SharedDiscovery(coordinator, { shareKey: (_key, server) => discoveryShareKey(server, sides), reuseForMs: resolved.shareForMs, clock });
 }

@@ -10,7 +10,7 @@
  * tokens are saved; every other member is the host's own, so the SDK sees exactly the optional
  * methods the host implemented.
  */
-import { auth } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth } from '@modelcontextprotocol/client';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { HttpServerConfig } from '../config/types.js';
 import { McpSupervisorError, describeError } from '../errors.js';
@@ -106,10 +106,11 @@ export class AuthRegistry {
 
   /**
    * Completes the code flow of a server: exchanges `code` for tokens through the SDK's `auth()`,
-   * with the resource metadata and scope of the server's last challenge.
+   * with the resource metadata and scope of the server's last challenge; `iss` (RFC 9207), when
+   * the redirect carried one, is checked against the authorization server's metadata.
    * @throws McpSupervisorError `AUTH_REQUIRED` when the exchange fails or more authorization is needed
    */
-  async finish(key: string, server: HttpServerConfig, code: string): Promise<void> {
+  async finish(key: string, server: HttpServerConfig, code: string, iss?: string): Promise<void> {
     const record = this.record(key, server);
     const provider = record.provider;
     if (!provider) {
@@ -125,6 +126,7 @@ export class AuthRegistry {
       result = await auth(provider, {
         serverUrl: server.url,
         authorizationCode: code,
+        ...(iss === undefined ? {} : { iss }),
         ...(challenge?.resourceMetadataUrl ? { resourceMetadataUrl: new URL(challenge.resourceMetadataUrl) } : {}),
         ...(challenge?.scope ? { scope: challenge.scope } : {}),
       });

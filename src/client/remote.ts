@@ -11,7 +11,8 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { ErrorCode, McpError, type CreateMessageResult, type ElicitResult, type Root } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/client';
+import type { CreateMessageResult, ElicitResult, Root } from '@modelcontextprotocol/sdk/types.js';
 import type { ClientSide, ClientSideDescriptor, ProviderMethod, ProviderSnapshot, SideCall } from '../connection/client-side.js';
 
 /** A call a worker sends to the main thread. */
@@ -58,7 +59,7 @@ export class WorkerRpc {
       this.pending.delete(message.id);
       if (message.ok) waiting.resolve(message.value);
       // A JSON-RPC code (e.g. from an elicitation handler) goes back to the server as that code.
-      else waiting.reject(message.error.code === undefined ? new Error(message.error.message) : new McpError(message.error.code, message.error.message));
+      else waiting.reject(message.error.code === undefined ? new Error(message.error.message) : new ProtocolError(message.error.code, message.error.message));
     });
     stopped.addEventListener('abort', () => this.rejectAll(new Error('discovery was retired')), { once: true });
   }
@@ -158,9 +159,9 @@ function remoteProvider(snapshot: ProviderSnapshot, call: (method: ProviderMetho
 }
 
 /** A forwarded handler's failure, as the JSON-RPC error the server should get. */
-function asRpcError(error: unknown): McpError {
-  if (error instanceof McpError) return error;
-  return new McpError(ErrorCode.InternalError, error instanceof Error ? error.message : String(error));
+function asRpcError(error: unknown): ProtocolError {
+  if (error instanceof ProtocolError) return error;
+  return new ProtocolError(ProtocolErrorCode.InternalError, error instanceof Error ? error.message : String(error));
 }
 
 /** Rebuilds a client side in the worker; its handlers and provider call the main thread. */

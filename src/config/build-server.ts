@@ -45,6 +45,7 @@ export const rawServerSchema = z.looseObject({
   callTimeoutMs: positiveInt.optional(),
   share: z.boolean().optional(),
   shareDiscovery: z.boolean().optional(),
+  protocol: z.enum(['2025-11-25', '2026-07-28', 'auto']).optional(),
   // Strict: a typo in a security control ("exlude") must be an error, never a silent no-op.
   tools: z.strictObject({ include: z.array(z.string().min(1)).optional(), exclude: z.array(z.string().min(1)).optional() }).optional(),
   disabledTools: z.array(z.string().min(1)).optional(),
@@ -198,7 +199,11 @@ export function buildServer(raw: RawServer, scope: ExpansionScope): ServerConfig
     ...toolFilterOf(raw),
     ...(raw.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: raw.connectTimeoutMs }),
     ...(raw.callTimeoutMs === undefined ? {} : { callTimeoutMs: raw.callTimeoutMs }),
+    ...(raw.protocol === undefined ? {} : { protocol: raw.protocol }),
   };
+  if (transport === 'sse' && raw.protocol !== undefined && raw.protocol !== '2025-11-25') {
+    scope.issues.push({ server: name, field: 'protocol', problem: `expected "2025-11-25" for a legacy SSE server (the HTTP+SSE transport exists only in that era), got "${raw.protocol}"` });
+  }
   if (transport === 'stdio') {
     // Env first: its values are registered before any other field's problem is described.
     const serverEnv = expandRecord(raw.env, 'env', scope);

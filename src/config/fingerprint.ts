@@ -8,7 +8,7 @@
  * does not matter; header names are case-insensitive, env names are not.
  */
 import { createHash } from 'node:crypto';
-import type { ServerConfig } from './types.js';
+import { type ServerConfig, protocolSettingOf } from './types.js';
 
 function sortedEntries(record: Readonly<Record<string, string>>, foldNames: boolean): [string, string][] {
   const entries = Object.entries(record).map(([name, value]): [string, string] => [foldNames ? name.toLowerCase() : name, value]);
@@ -18,14 +18,14 @@ function sortedEntries(record: Readonly<Record<string, string>>, foldNames: bool
 /** The identity-defining part of a server config, in a canonical order. */
 function identityOf(server: ServerConfig): unknown[] {
   if (server.transport === 'stdio') {
-    return ['stdio', server.command, [...server.args], sortedEntries(server.env, false), server.cwd ?? null];
+    return ['stdio', server.command, [...server.args], sortedEntries(server.env, false), server.cwd ?? null, protocolSettingOf(server)];
   }
-  return [server.transport, server.url, sortedEntries(server.headers, true)];
+  return [server.transport, server.url, sortedEntries(server.headers, true), protocolSettingOf(server)];
 }
 
 /**
  * A stable, secret-free fingerprint (hex SHA-256 prefix) of what defines the connection:
- * command, args, env and cwd for stdio; transport, url and headers for HTTP.
+ * command, args, env and cwd for stdio; transport, url and headers for HTTP; the protocol setting.
  */
 export function serverFingerprint(server: ServerConfig): string {
   // Configs are frozen once parsed, so the hash of a config object never changes: cache it (the

@@ -9,6 +9,13 @@ import type { ToolFilter } from './tool-filter.js';
 /** How the library talks to a server. `http` is Streamable HTTP; `sse` is the legacy HTTP+SSE transport. */
 export type TransportKind = 'stdio' | 'http' | 'sse';
 
+/**
+ * Which MCP protocol era a server is spoken to in: `2025-11-25` (the `initialize` handshake and
+ * its sessions), `2026-07-28` (stateless: `server/discover`, per-request envelope), or `auto`
+ * (probe with `server/discover`, fall back to `initialize`; the verdict is cached).
+ */
+export type ProtocolSetting = '2025-11-25' | '2026-07-28' | 'auto';
+
 /** Options every server accepts, whatever its transport. */
 export interface CommonServerOptions {
   /** The server's name as written in the config (the key of `mcpServers` / `servers`). */
@@ -28,6 +35,11 @@ export interface CommonServerOptions {
   readonly shareDiscovery: boolean;
   /** Which of the server's tools a host may see and call (absent: all). */
   readonly toolFilter?: ToolFilter;
+  /**
+   * The protocol era (see {@link ProtocolSetting}). Absent: the transport's default
+   * ({@link protocolSettingOf}): `2025-11-25` for stdio and SSE, `auto` for Streamable HTTP.
+   */
+  readonly protocol?: ProtocolSetting;
 }
 
 /** A server started as a child process that speaks MCP over its stdin/stdout. */
@@ -56,4 +68,13 @@ export interface ProfileConfig {
   readonly file?: string;
   /** Servers by name, in the order the config listed them. */
   readonly servers: Readonly<Record<string, ServerConfig>>;
+}
+
+/**
+ * A server's protocol setting with the transport's default applied: stdio servers are spoken to
+ * in the 2025-11-25 era unless configured (a probe that an old server answers by exiting costs a
+ * second process), Streamable HTTP servers are probed, legacy SSE exists only in the old era.
+ */
+export function protocolSettingOf(server: ServerConfig): ProtocolSetting {
+  return server.protocol ?? (server.transport === 'http' ? 'auto' : '2025-11-25');
 }

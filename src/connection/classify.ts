@@ -5,15 +5,12 @@
  * with "Connection closed", which must read as `exited` (with code and stderr), never as a
  * protocol error or a timeout; a refused socket is `refused`, not `http`.
  */
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { OAuthError, ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError, UnauthorizedError } from '@modelcontextprotocol/client';
 import { describeError } from '../errors.js';
 import type { ExitInfo } from '../process/stdio-transport.js';
 import type { FailureKind, ServerFailure } from '../discovery/types.js';
 import { CatalogLimitError, MESSAGE_TOO_LARGE_CODE, MessageTooLargeError } from './limits.js';
+import { UNSUPPORTED_PROTOCOL_VERSION_CODE } from './era.js';
 import { NotMcpAnswerError } from './http-transport.js';
 
 const REFUSED_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'EPIPE']);
@@ -61,26 +58,26 @@ function findInErrorChain(error: unknown, match: (candidate: object) => string |
 
 /** The HTTP status an SDK transport error carries, if any. */
 export function httpStatusOf(error: unknown): number | undefined {
-  if (error instanceof StreamableHTTPError || error instanceof SseError) return typeof error.code === 'number' ? error.code : undefined;
+  if (error instanceof SdkHttpError) return error.status;
+  if (error instanceof SseError) return typeof error.code === 'number' ? error.code : undefined;
   return undefined;
 }
 
-/**
- * The JSON-RPC error code with which a server refuses a protocol version it does not speak
- * (MCP 2026-07-28, `UnsupportedProtocolVersion`; its `data` lists what the server supports).
- */
-export const UNSUPPORTED_PROTOCOL_VERSION_CODE = -32022;
+/** True when the SDK client failed for a reason of its own with `code`. */
+export function isSdkError(error: unknown, code: SdkErrorCode): boolean {
+  return error instanceof SdkError && error.code === code;
+}
 
 /** At most this many versions, each this long, are quoted from a server's refusal. */
 const QUOTED_VERSIONS = 8;
 const QUOTED_VERSION_LENGTH = 40;
 
-/** The `error` of a JSON-RPC answer an HTTP error carries in its message ("…: {json}"), if any. */
-function jsonRpcErrorInMessage(message: string): { code?: unknown; data?: unknown } | undefined {
-  const start = message.indexOf('{');
+/** The `error` of a JSON-RPC answer an HTTP error carries in its body (or message: "…: {json}"), if any. */
+function jsonRpcErrorIn(text: string): { code?: unknown; data?: unknown } | undefined {
+  const start = text.indexOf('{');
   if (start < 0) return undefined;
   try {
-    const parsed = JSON.parse(message.slice(start)) as { error?: { code?: unknown; data?: unknown } };
+    const parsed = JSON.parse(text.slice(start)) as { error?: { code?: unknown; data?: unknown } };
     return typeof parsed.error === 'object' && parsed.error !== null ? parsed.error : undefined;
   } catch {
     return undefined;
@@ -89,19 +86,22 @@ function jsonRpcErrorInMessage(message: string): { code?: unknown; data?: unknow
 
 /**
  * When `error` is a server's refusal of the protocol version we asked for — over stdio an
- * `McpError` -32022, over HTTP the same JSON-RPC error in a 4xx body — the versions it says it
+ * `ProtocolError` -32022, over HTTP the same JSON-RPC error in a 4xx body — the versions it says it
  * speaks (bounded: a server's words are quoted, never trusted in size). Otherwise undefined.
  */
 export function refusedProtocolVersion(error: unknown): { supported: string[]; requested: string } | undefined {
   let refusal: { code?: unknown; data?: unknown } | undefined;
-  if (error instanceof McpError) refusal = { code: error.code, data: error.data };
-  else if (error instanceof StreamableHTTPError) refusal = jsonRpcErrorInMessage(error.message);
+  if (error instanceof ProtocolError) refusal = { code: error.code, data: error.data };
+  else if (error instanceof SdkHttpError) {
+    const text = (error.data as { text?: unknown } | undefined)?.text;
+    refusal = jsonRpcErrorIn(typeof text === 'string' ? text : error.message);
+  }
   if (refusal?.code !== UNSUPPORTED_PROTOCOL_VERSION_CODE) return undefined;
   const data = (typeof refusal.data === 'object' && refusal.data !== null ? refusal.data : {}) as { supported?: unknown; requested?: unknown };
   const supported = Array.isArray(data.supported)
     ? data.supported.filter((version): version is string => typeof version === 'string').slice(0, QUOTED_VERSIONS).map((version) => version.slice(0, QUOTED_VERSION_LENGTH))
     : [];
-  const requested = typeof data.requested === 'string' ? data.requested.slice(0, QUOTED_VERSION_LENGTH) : LATEST_PROTOCOL_VERSION;
+  const requested = typeof data.requested === 'string' ? data.requested.slice(0, QUOTED_VERSION_LENGTH) : '2025-11-25';
   return { supported, requested };
 }
 
@@ -139,15 +139,16 @@ export function classifyFailure(error: unknown, context: ClassifyContext): Serve
   const tooLarge = context.tooLarge ?? (error instanceof MessageTooLargeError ? error.limit : undefined);
   if (tooLarge !== undefined) return failure('too_large', `the server sent a message larger than limits.maxMessageBytes (${tooLarge} bytes); it was refused`);
   if (error instanceof CatalogLimitError) return failure('too_large', error.message);
-  if (error instanceof McpError && error.code === MESSAGE_TOO_LARGE_CODE) return failure('too_large', error.message.replace(/^MCP error -?\d+: /, ''));
+  if (error instanceof ProtocolError && error.code === MESSAGE_TOO_LARGE_CODE) return failure('too_large', error.message.replace(/^MCP error -?\d+: /, ''));
   // Before the exit: a stdio server that refused our version ends the connection right after.
   const refusal = refusedProtocolVersion(error);
   if (refusal) {
     const refusalStatus = httpStatusOf(error);
     const speaks = refusal.supported.length > 0 ? `it speaks ${refusal.supported.join(', ')}` : 'it did not say which it speaks';
-    // Dates compare as strings: a server of the stateless era is one this client cannot talk to yet.
-    const newEra = refusal.supported.some((version) => version >= '2026-07-28')
-      ? ': servers that speak only the 2026-07-28 era, without the 2025-11-25 one, are not supported yet'
+    // Dates compare as strings. A server of the stateless era refused the old one: only a server
+    // configured for the old era is ever asked in it alone, so the remedy is its setting.
+    const newEra = refusal.requested < '2026-07-28' && refusal.supported.some((version) => version >= '2026-07-28')
+      ? ': set "protocol": "2026-07-28" (or "auto") on this server to speak its era'
       : '';
     return failure(
       'protocol',
@@ -185,8 +186,10 @@ export function classifyFailure(error: unknown, context: ClassifyContext): Serve
     return failure('refused', `the server could not be reached (${cause})`);
   }
   if (status !== undefined) return failure('http', `the server answered HTTP ${status}: ${describeError(error)}`, { httpStatus: status });
-  if (error instanceof SseError || error instanceof StreamableHTTPError) return failure('http', describeError(error));
-  if (error instanceof McpError) return failure('protocol', `the server broke the protocol: ${error.message}`, stderr);
+  if (error instanceof SseError || error instanceof SdkHttpError) return failure('http', describeError(error));
+  if (isSdkError(error, SdkErrorCode.RequestTimeout)) return failure('timeout', `no answer within the connect timeout of ${context.timeoutMs ?? 'the'} ms`, stderr);
+  if (isSdkError(error, SdkErrorCode.EraNegotiationFailed)) return failure('protocol', `no protocol era could be agreed with the server: ${describeError(error)}`, stderr);
+  if (error instanceof ProtocolError) return failure('protocol', `the server broke the protocol: ${error.message}`, stderr);
   if (error instanceof Error && error.name === 'ZodError') return failure('protocol', `the server sent a malformed reply: ${error.message.slice(0, 500)}`, stderr);
   return failure('protocol', describeError(error), stderr);
 }

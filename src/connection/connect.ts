@@ -5,17 +5,15 @@
  * attempt. Discovery bodies and live sessions both connect through {@link openConnection}, so they
  * see servers, and report failures, the same way.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { ServerConfig } from '../config/types.js';
+import { Client, SSEClientTransport, isJSONRPCRequest } from '@modelcontextprotocol/client';
+import type { ClientCapabilities, CreateMessageResult, ElicitResult, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
+import { type ServerConfig, protocolSettingOf } from '../config/types.js';
 import type { ResumableSession } from '../discovery/types.js';
 import { type ExitInfo, ProcessGroupStdioTransport } from '../process/stdio-transport.js';
 import { connectPhaseCode } from './classify.js';
-import type { ClientSide } from './client-side.js';
+import type { ClientSide, ElicitParams, SamplingParams } from './client-side.js';
 import { currentDelivery } from './delivery.js';
+import { type EraVerdict, type ProtocolEra, isEraMismatch, negotiationFor, priorFor, verdictOf } from './era.js';
 import { TrackedHttpTransport } from './http-transport.js';
 
 /** How long a failed stdio connect waits for the child's exit, so a death racing the error reads as an exit. */
@@ -45,7 +43,17 @@ export interface ConnectOptions {
   coalesceListChangedMs?: number;
   /** Stdio: the host's lifeline marker, added to the server's environment (kept out of fingerprints). */
   markerEnv?: Readonly<Record<string, string>>;
+  /** The server's era as last negotiated (adopted without probing when the setting allows). */
+  era?: EraVerdict;
+  /** A cached era turned out stale (the server refused it): the attempt probes again. */
+  onStaleEra?(): void;
 }
+
+/** The SDK client every connection uses (the v2 client, which speaks both protocol eras). */
+export type McpClient = Client;
+
+/** Rounds of `input_required` answered for one request before it fails (the SDK's own default). */
+const MAX_INPUT_ROUNDS = 10;
 
 /** A failed connect, with what a stdio process said on its way out (for honest classification). */
 export class ConnectError extends Error {
@@ -120,7 +128,7 @@ function createTransport(server: ServerConfig, side: ClientSide, options: Connec
 export class Connection {
   constructor(
     readonly server: ServerConfig,
-    readonly client: Client,
+    readonly client: McpClient,
     readonly transport: Transport,
     /** Resolves once the server's first `roots/list` has been answered (never, if it does not ask). */
     readonly rootsAnswered: Promise<void> = new Promise(() => undefined),
@@ -151,9 +159,28 @@ export class Connection {
     return this.transport instanceof TrackedHttpTransport ? this.transport.sessionId : undefined;
   }
 
-  /** The protocol version negotiated over Streamable HTTP. */
+  /** The protocol version the HTTP transport carries (what a resumed session must be told). */
   get protocolVersion(): string | undefined {
     return this.transport instanceof TrackedHttpTransport ? this.transport.protocolVersion : undefined;
+  }
+
+  /** The era this connection speaks. */
+  get era(): ProtocolEra {
+    return this.client.getProtocolEra() ?? 'legacy';
+  }
+
+  /** What to cache so the next connection to this server needs no probe. */
+  get verdict(): EraVerdict | undefined {
+    return verdictOf(this.client.getProtocolEra(), this.client.getDiscoverResult());
+  }
+
+  /**
+   * Asks the server whether it is there: `ping` in the 2025-11-25 era, `server/discover` in the
+   * 2026-07-28 one (which has no `ping`). Rejects like any request.
+   */
+  async checkAlive(timeoutMs: number): Promise<void> {
+    if (this.era === 'modern') await this.client.discover({ timeout: timeoutMs });
+    else await this.client.ping({ timeout: timeoutMs });
   }
 
   /** Resolves once a stdio leader's whole group is gone (at once for HTTP). */
@@ -177,31 +204,62 @@ export class Connection {
 }
 
 /**
- * Connects to `server` as `side` (spawning the process for stdio) and runs `initialize`, or
- * resumes `options.resume`. Rejects with a {@link ConnectError}; a half-opened transport is torn
- * down (its process group killed) before rejecting.
+ * Connects to `server` as `side` (spawning the process for stdio) in the server's protocol era:
+ * `initialize` (2025-11-25), `server/discover` (2026-07-28), a probe of both (`auto`), or a cached
+ * verdict adopted without a round trip; or resumes `options.resume`. Rejects with a
+ * {@link ConnectError}; a half-opened transport is torn down (its process group killed) before
+ * rejecting.
  */
 export async function openConnection(server: ServerConfig, side: ClientSide, options: ConnectOptions): Promise<Connection> {
+  const setting = protocolSettingOf(server);
+  const prior = options.resume ? undefined : priorFor(setting, options.era);
+  try {
+    return await connectOnce(server, side, options, prior);
+  } catch (error) {
+    if (options.signal?.aborted || !(error instanceof ConnectError)) throw error;
+    // A cached era the server no longer speaks: forget it and negotiate afresh, once.
+    if (prior !== undefined && isEraMismatch(error.cause)) {
+      options.onStaleEra?.();
+      return connectOnce(server, side, options, undefined);
+    }
+    // An old stdio server that ended the pipe on the `server/discover` probe (it may exit on any
+    // request before `initialize`): the probe on the same pipe cannot fall back, a new process can.
+    if (setting === 'auto' && prior === undefined && server.transport === 'stdio' && isEraMismatch(error.cause)) {
+      return connectOnce(server, side, options, { kind: 'legacy' });
+    }
+    throw error;
+  }
+}
+
+/** One connection attempt: a transport, a client, the era's handshake (or an adopted verdict). */
+async function connectOnce(server: ServerConfig, side: ClientSide, options: ConnectOptions, prior: ReturnType<typeof priorFor>): Promise<Connection> {
   const transport = createTransport(server, side, options);
-  const client = new Client(side.info, { capabilities: side.capabilities });
+  const client = new Client(side.info, {
+    // The host's types are the v1 SDK's (its public contract); on the wire they are the same JSON.
+    capabilities: side.capabilities as ClientCapabilities,
+    versionNegotiation: negotiationFor(protocolSettingOf(server), options.connectTimeoutMs),
+    inputRequired: { autoFulfill: true, maxRounds: MAX_INPUT_ROUNDS },
+  });
   // Transport noise (EPIPE after a death, reconnects of the optional stream) arrives here;
   // outcomes are decided by request results, delivery records and exit status instead.
   client.onerror = () => undefined;
+  // In the 2026-07-28 era the same handlers answer a result's `input_required` requests, which
+  // the SDK client fulfils and retries on a new request id (bounded by MAX_INPUT_ROUNDS).
   if (side.elicit) {
     const elicit = side.elicit.bind(side);
-    client.setRequestHandler(ElicitRequestSchema, (request, extra) => elicit(request.params, extra.signal));
+    client.setRequestHandler('elicitation/create', (request, ctx) => elicit(request.params as ElicitParams, ctx.mcpReq.signal) as Promise<ElicitResult>);
   }
   if (side.sample) {
     const sample = side.sample.bind(side);
-    client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => sample(request.params, extra.signal));
+    client.setRequestHandler('sampling/createMessage', (request, ctx) => sample(request.params as SamplingParams, ctx.mcpReq.signal) as Promise<CreateMessageResult>);
   }
   let rootsServed!: () => void;
   const rootsAnswered = new Promise<void>((resolve) => (rootsServed = resolve));
   if (side.listRoots) {
     const listRoots = side.listRoots.bind(side);
-    client.setRequestHandler(ListRootsRequestSchema, async (_request, extra) => {
+    client.setRequestHandler('roots/list', async (_request, ctx) => {
       try {
-        return { roots: await listRoots(extra.signal) };
+        return { roots: await listRoots(ctx.mcpReq.signal) };
       } finally {
         rootsServed();
       }
@@ -209,10 +267,10 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
   }
   if (side.log) {
     const log = side.log.bind(side);
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => log(notification.params));
+    client.setNotificationHandler('notifications/message', (notification) => log(notification.params));
   }
   options.configure?.(client);
-  // An abort cuts every stage short, not only the `initialize` request: spawning, writing
+  // An abort cuts every stage short, not only the handshake: spawning, writing
   // `notifications/initialized`, opening an HTTP stream take no signal of their own.
   const onAbort = (): void => void killTransport(transport);
   options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -222,6 +280,7 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
       timeout: options.connectTimeoutMs,
       maxTotalTimeout: options.connectTimeoutMs,
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(prior ? { prior } : {}),
     });
   } catch (error) {
     if (transport instanceof ProcessGroupStdioTransport) {
@@ -239,8 +298,9 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
   }
-  // A resumed HTTP session skipped `initialize`: the level set then still holds.
-  if (side.logLevel && !options.resume && client.getServerCapabilities()?.logging) {
+  // A resumed HTTP session skipped `initialize`: the level set then still holds. The new era has
+  // no `logging/setLevel` (a level travels in each request's envelope).
+  if (side.logLevel && !options.resume && client.getProtocolEra() !== 'modern' && client.getServerCapabilities()?.logging) {
     await client.setLoggingLevel(side.logLevel, { timeout: options.connectTimeoutMs }).catch(() => undefined);
   }
   return new Connection(server, client, transport, rootsAnswered);

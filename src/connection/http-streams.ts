@@ -4,7 +4,7 @@
  * that ends without the answer fails that request at once), and every event is held to the size
  * limit (one event over it fails its request, or cuts a standalone stream).
  */
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/client';
 import { describeError } from '../errors.js';
 import { MessageTooLargeError, SseEventGuard } from './limits.js';
 

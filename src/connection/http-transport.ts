@@ -26,12 +26,8 @@
  *   complete a code flow with the right resource metadata.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike, Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { isJSONRPCErrorResponse, isJSONRPCRequest, isJSONRPCResultResponse } from '@modelcontextprotocol/sdk/types.js';
-import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { StreamableHTTPClientTransport, extractWWWAuthenticateParams, isJSONRPCErrorResponse, isJSONRPCRequest, isJSONRPCResultResponse } from '@modelcontextprotocol/client';
+import type { FetchLike, JSONRPCMessage, MessageExtraInfo, OAuthClientProvider, RequestId, Transport, TransportSendOptions } from '@modelcontextprotocol/client';
 import { describeError } from '../errors.js';
 import { connectPhaseCode } from './classify.js';
 import { type Delivery, currentDelivery, newDelivery } from './delivery.js';
@@ -128,6 +124,11 @@ async function namesSession(response: Response): Promise<boolean> {
 
 /** Streamable HTTP with delivery facts, spec-judged session loss and prompt failure of lost answers. */
 export class TrackedHttpTransport implements Transport {
+  /**
+   * Every request has its own answer stream (a POST's response): the SDK client relies on it to
+   * speak the 2026-07-28 era, where a request's stream is its only way back.
+   */
+  readonly hasPerRequestStream = true;
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;

@@ -84,6 +84,7 @@ function serverHooks(task: DiscoveryTask, slots: EntrySlots, retired: AbortSigna
     connectTimeoutMs: task.connectTimeoutMs,
     ...task.limits,
     ...(task.markerEnv === undefined ? {} : { markerEnv: task.markerEnv }),
+    eraOf: (server) => task.eras?.[server],
     signal: retired,
     isCurrent: () => slots.isCurrent(task.generation),
     recordPid: (pid) => {

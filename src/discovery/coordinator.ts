@@ -12,20 +12,21 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { type Clock, systemClock } from '../clock.js';
 import type { ServerConfig, TransportKind } from '../config/types.js';
 import { DEFAULT_CLIENT_INFO } from '../client/info.js';
 import type { RpcReply, RpcRequest } from '../client/remote.js';
 import { type ClientSideDescriptor, type SideCall, bareDescriptor } from '../connection/client-side.js';
 import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SCHEMA_DEPTH } from '../connection/limits.js';
+import { EraCache } from '../connection/era-cache.js';
+import type { EraVerdict } from '../connection/era.js';
 import { McpSupervisorError, describeError } from '../errors.js';
 import { processState } from '../process/proc.js';
 import { type DiscoveryOptions, type ResolvedDiscoveryOptions, resolveDiscoveryOptions } from './options.js';
 import { type Entry, type Owner, type QuiesceReport, type QuiesceStats, QuiesceHistory, QuiescenceLadder } from './quiesce.js';
 import type { SharingStats } from './shared.js';
 import { EntrySlots } from './slots.js';
-import type { BodyMessage, BodyResult, BodyTestHooks, DiscoveryLimits, DiscoveryTask, SettledOutcome } from './types.js';
+import type { BodyMessage, BodyResult, BodyTestHooks, DiscoveryLimits, DiscoveryTask, ServerOutcome, SettledOutcome } from './types.js';
 
 /**
  * The environment variable that marks every server one discovery body spawns (value unique to the
@@ -119,6 +120,8 @@ export class DiscoveryCoordinator {
     private readonly markerEnv?: Readonly<Record<string, string>>,
     /** Times the ladder's waits (the grace, the hard waits, the kill poll). */
     clock: Clock = systemClock,
+    /** The host's era verdicts: offered to bodies, updated from their outcomes. */
+    private readonly eras: EraCache = new EraCache(),
   ) {
     this.options = resolveDiscoveryOptions(options);
     this.pool = new Piscina<DiscoveryTask, BodyResult>({
@@ -223,6 +226,7 @@ export class DiscoveryCoordinator {
       niceness: this.options.niceness,
       limits: this.limits,
       markerEnv: { ...this.markerEnv, [DISCOVERY_MARKER_ENV]: marker },
+      eras: this.erasOf(servers),
       port: channel.port2,
       ...(testHooks === undefined ? {} : { testHooks }),
     };
@@ -257,7 +261,11 @@ export class DiscoveryCoordinator {
       if (message.type === 'rpc') this.serveCall(key, byName, message, calls, port);
       else if (message.type === 'started') handlers.onStarted?.({ generation, threadId: message.threadId });
       else if (message.type === 'server-start') handlers.onServerStart?.({ generation, server: message.server, transport: message.transport });
-      else if (message.type === 'outcome') handlers.onOutcome(readOutcome(message.server, message.json), generation);
+      else if (message.type === 'outcome') {
+        const outcome = readOutcome(message.server, message.json);
+        this.noteEra(byName.get(message.server), outcome);
+        handlers.onOutcome(outcome, generation);
+      }
       else {
         reportDone(message.error === undefined ? undefined : McpSupervisorError.fromJSON(message.error));
         port.close();
@@ -268,6 +276,23 @@ export class DiscoveryCoordinator {
       reportDone(new McpSupervisorError('DISCOVERY_FAILED', `the discovery worker of profile "${key}" ended without finishing`, { profile: key }));
     });
     return reportDone;
+  }
+
+  /** The cached verdicts of `servers`, by name. */
+  private erasOf(servers: readonly ServerConfig[]): Record<string, EraVerdict> {
+    const eras: Record<string, EraVerdict> = {};
+    for (const server of servers) {
+      const verdict = this.eras.get(server);
+      if (verdict !== undefined) eras[server.name] = verdict;
+    }
+    return eras;
+  }
+
+  /** What an outcome says of its server's era: a verdict to keep, or one to drop. */
+  private noteEra(server: ServerConfig | undefined, outcome: ServerOutcome): void {
+    if (server === undefined || (outcome.status !== 'ready' && outcome.status !== 'failed')) return;
+    if (outcome.eraStale) this.eras.forget(server);
+    if (outcome.status === 'ready') this.eras.learn(server, outcome.era);
   }
 
   /** Runs a body in the pool; its owner's task settles (never rejects) when the body is over. */
@@ -325,7 +350,9 @@ export class DiscoveryCoordinator {
     void answer.then(
       (value) => reply({ type: 'rpc-reply', id: message.id, ok: true, value }),
       (error: unknown) => {
-        const code = error instanceof McpError ? error.code : undefined;
+        // A JSON-RPC code of the host's handler (a v1 `McpError` or a v2 `ProtocolError`) is kept.
+        const raw = (error as { code?: unknown } | null)?.code;
+        const code = typeof raw === 'number' && Number.isInteger(raw) ? raw : undefined;
         reply({ type: 'rpc-reply', id: message.id, ok: false, error: { message: describeError(error), ...(code === undefined ? {} : { code }) } });
       },
     );

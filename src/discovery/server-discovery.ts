@@ -21,6 +21,7 @@ import type { ServerConfig } from '../config/types.js';
 import { classifyFailure } from '../connection/classify.js';
 import type { ClientSide } from '../connection/client-side.js';
 import { ConnectError, type Connection, openConnection } from '../connection/connect.js';
+import type { EraVerdict } from '../connection/era.js';
 import { CatalogLimitError, DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_SCHEMA_DEPTH, nestsDeeperThan } from '../connection/limits.js';
 import type { SettledOutcome } from './types.js';
 
@@ -35,6 +36,8 @@ export interface ServerDiscoveryContext {
   maxSchemaDepth?: number;
   /** The host's lifeline marker for spawned servers' environment. */
   markerEnv?: Readonly<Record<string, string>>;
+  /** The cached era verdict of a server, if any (adopted instead of probing). */
+  eraOf?(server: string): EraVerdict | undefined;
   /** Aborted when the generation is retired. */
   signal: AbortSignal;
   /** Re-checked before every side effect (spawn, connect). */
@@ -104,14 +107,28 @@ interface Catalog {
   prompts: Prompt[];
   resources: Resource[];
   resourceTemplates: ResourceTemplate[];
+  /** The server's `ttlMs` on its tool list (2026-07-28), when positive. */
+  freshForMs?: number;
+}
+
+/** The longest `ttlMs` taken from a server (a day): a hint, not an instruction to never look again. */
+const MAX_TTL_MS = 86_400_000;
+
+/** A list result's positive `ttlMs`, bounded; undefined when absent, zero or not a number. */
+function ttlOf(result: unknown): number | undefined {
+  const ttl = (result as { ttlMs?: unknown }).ttlMs;
+  return typeof ttl === 'number' && Number.isFinite(ttl) && ttl > 0 ? Math.min(Math.round(ttl), MAX_TTL_MS) : undefined;
 }
 
 /** Lists tools (every page), and prompts, resources and resource templates when the server offers them. */
 async function listCatalog(connection: Connection, requestOptions: { signal: AbortSignal; timeout: number; maxTotalTimeout: number }): Promise<Catalog> {
   const { client } = connection;
   const capabilities = client.getServerCapabilities() ?? {};
+  let freshForMs: number | undefined;
   const tools = await listAllPages<Tool>('tools/list', async (cursor) => {
     const result = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, requestOptions);
+    // 2026-07-28: how long the server vouches for the list (the first page speaks for it).
+    if (cursor === undefined) freshForMs = ttlOf(result);
     return { items: result.tools, nextCursor: result.nextCursor };
   });
   // Prompts and resources are optional extras: a server whose tools work is not failed because
@@ -141,7 +158,7 @@ async function listCatalog(connection: Connection, requestOptions: { signal: Abo
         }),
       )
     : [];
-  return { tools, prompts, resources, resourceTemplates };
+  return { tools, prompts, resources, resourceTemplates, ...(freshForMs === undefined ? {} : { freshForMs }) };
 }
 
 /**
@@ -174,10 +191,14 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
   const requestOptions = { signal: attempt.signal, timeout: connectTimeoutMs + 60_000, maxTotalTimeout: connectTimeoutMs + 60_000 };
   let connection: Connection | undefined;
   let connectMs: number | undefined;
+  const cachedEra = context.eraOf?.(name);
+  let eraStale = false;
   try {
     connection = await openConnection(server, side, {
       connectTimeoutMs: requestOptions.timeout,
       signal: attempt.signal,
+      ...(cachedEra === undefined ? {} : { era: cachedEra }),
+      onStaleEra: () => (eraStale = true),
       ...(context.maxMessageBytes === undefined ? {} : { maxMessageBytes: context.maxMessageBytes }),
       ...(context.markerEnv === undefined ? {} : { markerEnv: context.markerEnv }),
       onSpawn: (pid) => {
@@ -190,12 +211,13 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
       onExit: (pid) => context.clearPid(pid),
     });
     connectMs = elapsed();
-    const catalog = await listCatalog(connection, requestOptions);
+    const { freshForMs, ...catalog } = await listCatalog(connection, requestOptions);
     checkCatalog(catalog, context.maxCatalogItems ?? DEFAULT_MAX_CATALOG_ITEMS, context.maxSchemaDepth ?? DEFAULT_MAX_SCHEMA_DEPTH);
     const outcome: SettledOutcome = {
       status: 'ready',
       server: name,
       ...catalog,
+      ...(freshForMs === undefined ? {} : { freshForMs }),
       timings: { connectMs, listMs: Math.round((elapsed() - connectMs) * 100) / 100, totalMs: elapsed() },
     };
     const capabilities = connection.client.getServerCapabilities();
@@ -205,7 +227,11 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     const instructions = connection.client.getInstructions();
     if (instructions) outcome.instructions = instructions;
     const { sessionId, protocolVersion } = connection;
-    if (protocolVersion) outcome.protocolVersion = protocolVersion;
+    const negotiated = connection.client.getNegotiatedProtocolVersion() ?? protocolVersion;
+    if (negotiated) outcome.protocolVersion = negotiated;
+    const verdict = connection.verdict;
+    if (verdict) outcome.era = verdict;
+    if (eraStale) outcome.eraStale = true;
     if (sessionId && protocolVersion) outcome.session = { sessionId, protocolVersion };
     const adopted = connection;
     context.adoptForClose({ close: () => adopted.release({ stdinGraceMs: 500, termGraceMs: 500 }), kill: () => adopted.kill() });
@@ -227,7 +253,10 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     });
     await connection?.kill();
     const timings = connectMs === undefined ? { totalMs: elapsed() } : { connectMs, totalMs: elapsed() };
-    return { status: 'failed', server: name, failure, timings };
+    // A verdict that was offered and did not lead to a working connection is not trusted again:
+    // the next discovery probes (a stale modern verdict fails at the first request, not at connect).
+    const staleEra = (eraStale || cachedEra !== undefined) && failure.kind !== 'cancelled' && failure.kind !== 'timeout';
+    return { status: 'failed', server: name, failure, timings, ...(staleEra ? { eraStale: true as const } : {}) };
   } finally {
     clearTimeout(timer);
     context.signal.removeEventListener('abort', onRetired);

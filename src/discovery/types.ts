@@ -52,11 +52,24 @@ export type ServerOutcome =
       capabilities?: import('@modelcontextprotocol/sdk/types.js').ServerCapabilities;
       serverInfo?: { name: string; version: string };
       protocolVersion?: string;
+      /** The era negotiated (or adopted from the cache): what the host caches for this server. */
+      era?: import('../connection/era.js').EraVerdict;
+      /** The cached era that was offered turned out stale (the server refused it). */
+      eraStale?: true;
+      /** How long the server vouches for its tool list (its `ttlMs`, 2026-07-28): then it is re-discovered. */
+      freshForMs?: number;
       instructions?: string;
       session?: ResumableSession;
       timings: DiscoveryTimings;
     }
-  | { status: 'failed'; server: string; failure: ServerFailure; timings: DiscoveryTimings };
+  | {
+      status: 'failed';
+      server: string;
+      failure: ServerFailure;
+      timings: DiscoveryTimings;
+      /** The attempt adopted a cached era and failed (or was refused it): the verdict is dropped. */
+      eraStale?: true;
+    };
 
 /** A settled outcome (what the body streams). */
 export type SettledOutcome = Exclude<ServerOutcome, { status: 'pending' }>;
@@ -91,6 +104,8 @@ export interface DiscoveryTask {
   limits: DiscoveryLimits;
   /** The host's lifeline marker, added to every spawned server's environment. */
   markerEnv?: Record<string, string>;
+  /** Cached era verdicts by server name (adopted instead of probing). */
+  eras?: Record<string, import('../connection/era.js').EraVerdict>;
   port: import('node:worker_threads').MessagePort;
   testHooks?: BodyTestHooks;
 }

@@ -142,18 +142,25 @@ function controlMethods(parts: HostParts): Pick<Host, 'rootsChanged' | 'retry' |
 }
 
 /** See {@link Host.finishAuth}. */
-async function finishAuth({ profiles, readiness, sessions, auth }: HostParts, ref: string | undefined, serverName: string, authorizationCode: string, waitOptions: WaitOptions): Promise<ReadinessView> {
+async function finishAuth({ profiles, readiness, sessions, auth }: HostParts, ref: string | undefined, serverName: string, authorization: string | URLSearchParams, waitOptions: WaitOptions): Promise<ReadinessView> {
   const key = profiles.keyOf(ref);
+  const callback = authorization instanceof URLSearchParams ? authorization : undefined;
+  const authorizationCode = callback ? callback.get('code') : authorization;
   if (typeof authorizationCode !== 'string' || authorizationCode === '') {
-    throw new McpSupervisorError('INVALID_ARGUMENTS', 'Expected `authorizationCode` to be a non-empty string', { profile: key, server: String(serverName), retryable: false });
+    throw new McpSupervisorError('INVALID_ARGUMENTS', callback ? 'Expected the redirect parameters to carry a `code`' : 'Expected `authorizationCode` to be a non-empty string', {
+      profile: key,
+      server: String(serverName),
+      retryable: false,
+    });
   }
+  const iss = callback?.get('iss') ?? undefined;
   await usableProfile(readiness, key, waitOptions.signal);
   const server = serverNamed(readiness.configOf(key), serverName);
   if (!server) throw unknownServer(key, serverName);
   if (server.transport === 'stdio') {
     throw new McpSupervisorError('INVALID_ARGUMENTS', `The MCP server "${serverName}" is a stdio server; OAuth applies to HTTP servers only.`, { profile: key, server: serverName, retryable: false });
   }
-  await auth.finish(key, server, authorizationCode);
+  await auth.finish(key, server, authorizationCode, iss);
   sessions.revive(key);
   return readiness.rediscover(key, [serverName], 'authorization finished', waitOptions);
 }

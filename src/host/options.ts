@@ -16,6 +16,7 @@ import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SCHEM
 import { type ResolvedDiscoveryOptions, resolveDiscoveryOptions } from '../discovery/options.js';
 import type { ReadinessOptions } from '../readiness/registry.js';
 import type { SessionOptions } from '../sessions/supervisor.js';
+import { McpSupervisorError } from '../errors.js';
 import { atMost, integerOption, oneOf, shapeError } from '../validate.js';
 import type { HostLimits, HostOptions } from './types.js';
 
@@ -34,6 +35,8 @@ export interface ResolvedHostOptions {
   authFactory: AuthProviderFactory | undefined;
   discovery: ResolvedDiscoveryOptions;
   sessions: HostSessionSettings;
+  /** Absolute path of the era cache file, if any. */
+  protocolCache: string | undefined;
 }
 
 /**
@@ -63,7 +66,14 @@ export function resolveHostOptions(options: HostOptions): ResolvedHostOptions {
     authFactory,
     discovery: resolvedDiscovery,
     sessions: resolveSessionOptions(options, resolvedDiscovery.connectTimeoutMs),
+    protocolCache: resolveProtocolCache(options.protocolCache, options.cwd ?? process.cwd()),
   };
+}
+
+function resolveProtocolCache(file: unknown, cwd: string): string | undefined {
+  if (file === undefined) return undefined;
+  if (typeof file !== 'string' || file === '') throw new McpSupervisorError('INVALID_CONFIG', `Expected \`protocolCache\` to be a file path, got ${typeof file === 'string' ? 'an empty string' : typeof file}`, { retryable: false });
+  return path.resolve(cwd, file);
 }
 
 const REPLAY_MODES: readonly SessionOptions['replay'][] = ['idempotent', 'always', 'never'];

@@ -73,6 +73,12 @@ export interface HostOptions {
    * Discovery and sessions both use it; `finishAuth` completes a code flow.
    */
   auth?: { provider: AuthProviderFactory };
+  /**
+   * A file where the host keeps the protocol era each server was found to speak (a small JSON
+   * file, keyed by server fingerprint), so a restarted host adopts it instead of probing again.
+   * Relative to `cwd`. Default: kept in memory for the host's lifetime.
+   */
+  protocolCache?: string;
   /** Variables for `${VAR}` expansion. Default `process.env`. */
   env?: Environment;
   /** Directory relative profile paths resolve against. Default `process.cwd()`. */
@@ -143,12 +149,15 @@ export interface Host {
   /** Re-discovers a profile now (after quiescing the running discovery). */
   retry(ref?: string, options?: WaitOptions): Promise<ReadinessView>;
   /**
-   * Completes the OAuth code flow of an HTTP server with the authorization code the user's browser
-   * brought back, then re-discovers that server; resolves with the profile's view once it settled.
-   * @throws McpSupervisorError `AUTH_REQUIRED` when the code exchange fails, `UNKNOWN_SERVER`,
-   *   `INVALID_ARGUMENTS` (not an HTTP server, or no code), `INVALID_CONFIG` (no `auth.provider`)
+   * Completes the OAuth code flow of an HTTP server with what the user's browser brought back,
+   * then re-discovers that server; resolves with the profile's view once it settled. Pass the
+   * redirect's query parameters (`URLSearchParams` with `code` and, per RFC 9207, `iss`) so the
+   * authorization server's identity is checked; a bare code string skips that check.
+   * @throws McpSupervisorError `AUTH_REQUIRED` when the code exchange fails (an `iss` that is not
+   *   the expected issuer included), `UNKNOWN_SERVER`, `INVALID_ARGUMENTS` (not an HTTP server, or
+   *   no code), `INVALID_CONFIG` (no `auth.provider`)
    */
-  finishAuth(ref: string | undefined, server: string, authorizationCode: string, options?: WaitOptions): Promise<ReadinessView>;
+  finishAuth(ref: string | undefined, server: string, authorization: string | URLSearchParams, options?: WaitOptions): Promise<ReadinessView>;
   /** Re-reads configs and restarts discovery of one or every profile; `profiles` replaces listed ones. */
   reload(ref?: string, options?: { profiles?: Record<string, unknown> }): Promise<ReloadResult>;
   stats(): HostStats;

@@ -10,10 +10,8 @@
  * of stderr for error messages.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { deserializeMessage, isJSONRPCRequest, serializeMessage } from '@modelcontextprotocol/client';
+import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import { currentDelivery } from '../connection/delivery.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, LineSplitter, MessageTooLargeError } from '../connection/limits.js';
 import { runningGroupMembers, signalGroup } from './proc.js';
@@ -116,6 +114,16 @@ export class ProcessGroupStdioTransport implements Transport {
   /** The limit a message of this server exceeded (the server was killed for it), if one did. */
   get tooLarge(): number | undefined {
     return this.oversized;
+  }
+
+  /**
+   * Not the SDK's stderr stream (the tail is kept here, {@link stderrTail}). Present because the
+   * SDK client tells a stdio transport by a `stderr` and a `pid` property: on stdio a silent
+   * `server/discover` probe means an old server and falls back to `initialize`; on HTTP it would
+   * mean an outage.
+   */
+  get stderr(): null {
+    return null;
   }
 
   /** The leader's pid (also the process group id) once spawned. */

@@ -52,6 +52,8 @@ export class Entry {
   /** Outcomes of the current or last generation (refreshes keep the ready ones). */
   outcomes = new Map<string, ServerOutcome>();
   failures = new Map<string, FailureRecord>();
+  /** When the lists of a ready server expire (its `ttlMs`): a background refresh re-discovers it. */
+  expiries = new Map<string, number>();
   settled: Settlement | undefined;
   /** Resolved by the next settlement; shared by every waiter. */
   next: Deferred<Settlement> | undefined;

@@ -27,6 +27,12 @@ import type { ProfileLoader, ReadinessEvents, ReadinessOptions } from './registr
 import { deepFreeze, enabledServers } from './settlement.js';
 import type { Snapshots } from './snapshots.js';
 
+/**
+ * The shortest interval at which a ready server is re-discovered because its lists expired: a
+ * server that vouches for its list for a few milliseconds does not get a process a second.
+ */
+const MIN_TTL_REFRESH_MS = 10_000;
+
 /** The reason of a profile's first discovery: the only one that may reuse another profile's recent result. */
 export const FIRST_USE = 'first use';
 
@@ -321,8 +327,12 @@ export class OwnerControl {
   }
 
   private recordFailure(entry: Entry, outcome: SettledOutcome): void {
+    entry.expiries.delete(outcome.server);
     if (outcome.status !== 'failed') {
       entry.failures.delete(outcome.server);
+      if (outcome.status === 'ready' && outcome.freshForMs !== undefined) {
+        entry.expiries.set(outcome.server, this.context.clock.now() + Math.max(outcome.freshForMs, MIN_TTL_REFRESH_MS));
+      }
       return;
     }
     const { clock, options } = this.context;
@@ -368,6 +378,7 @@ export class OwnerControl {
       if (!this.refreshable(entry, name)) continue;
       if (earliest === undefined || failure.retryAt < earliest) earliest = failure.retryAt;
     }
+    for (const expiresAt of entry.expiries.values()) if (earliest === undefined || expiresAt < earliest) earliest = expiresAt;
     return earliest;
   }
 
@@ -379,12 +390,16 @@ export class OwnerControl {
     entry.refreshTimer = clock.setTimeout(() => this.refreshIfDue(entry), Math.max(0, refreshAt - clock.now()));
   }
 
-  /** Starts one background re-discovery of the failed servers that are due, if none is running. */
+  /**
+   * Starts one background re-discovery of the failed servers that are due, and of the ready ones
+   * whose lists expired (the server's `ttlMs`), if none is running.
+   */
   refreshIfDue(entry: Entry): void {
     if (this.#closed || entry.phase.kind !== 'idle' || !entry.settled) return;
     const now = this.context.clock.now();
     const due = [...entry.failures].filter(([name, failure]) => failure.retryAt <= now && this.refreshable(entry, name)).map(([name]) => name);
-    if (due.length === 0) return;
-    this.demand(entry, due, 'cooldown refresh');
+    const expired = [...entry.expiries].filter(([name, expiresAt]) => expiresAt <= now && entry.outcomes.get(name)?.status === 'ready').map(([name]) => name);
+    if (due.length + expired.length === 0) return;
+    this.demand(entry, [...due, ...expired], due.length > 0 ? 'cooldown refresh' : 'lists expired (ttlMs)');
   }
 }

@@ -320,6 +320,7 @@ export class ReadinessRegistry {
     entry.settled = undefined;
     entry.outcomes = new Map();
     entry.failures = new Map();
+    entry.expiries = new Map();
     entry.configError = undefined;
     entry.config = config;
     this.unknown.delete(key);

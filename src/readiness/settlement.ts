@@ -95,6 +95,7 @@ function serverView(server: ServerConfig, outcome: ServerOutcome | undefined, fa
     if (visible < outcome.tools.length) view.toolsHidden = outcome.tools.length - visible;
     if (warnings.length > 0) view.warnings = warnings.map((warning) => scrubText(warning));
     if (outcome.serverInfo) view.serverInfo = outcome.serverInfo;
+    if (outcome.protocolVersion) view.protocolVersion = outcome.protocolVersion;
     return view;
   }
   if (outcome.failure.kind === 'auth') {

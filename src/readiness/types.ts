@@ -23,6 +23,11 @@ export type ServerView =
       resourceTemplates: number;
       timings: DiscoveryTimings;
       serverInfo?: { name: string; version: string };
+      /**
+       * The protocol version the server is spoken to in: `2025-11-25` (the `initialize` era) or
+       * `2026-07-28` (the stateless era).
+       */
+      protocolVersion?: string;
       /** What the host should know although the server is ready (it asked for roots and got none…). */
       warnings?: string[];
     }

@@ -4,8 +4,7 @@
  * session that brought none) becomes — with whether it counts on the breaker and whether the
  * session must be given up. The call path applies those two effects; nothing here has any.
  */
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, SdkError, SdkErrorCode, UnauthorizedError } from '@modelcontextprotocol/client';
 import { DEADLINE } from '../deadline.js';
 import type { McpSupervisorError } from '../errors.js';
 import { httpStatusOf } from '../connection/classify.js';
@@ -39,10 +38,13 @@ export function classifyError(error: unknown, signal: AbortSignal | undefined): 
   if (error instanceof UnauthorizedError) return 'auth';
   const status = httpStatusOf(error);
   if (status === 401 || status === 403) return 'auth';
-  if (error instanceof McpError) {
-    if (error.code === ErrorCode.RequestTimeout) return 'timeout';
-    if (error.code === ErrorCode.ConnectionClosed || error.code === RESPONSE_LOST_CODE) return 'transport';
-    return 'rpc';
+  if (error instanceof ProtocolError) return error.code === RESPONSE_LOST_CODE ? 'transport' : 'rpc';
+  if (error instanceof SdkError) {
+    if (error.code === SdkErrorCode.RequestTimeout) return 'timeout';
+    if (error.code === SdkErrorCode.ConnectionClosed || error.code === SdkErrorCode.SendFailed || error.code === SdkErrorCode.NotConnected) return 'transport';
+    // HTTP answers are judged by their delivery record; anything else the SDK refused locally
+    // (an invalid result, an `input_required` round bound, a method the era lacks) is an answer.
+    return error.code.startsWith('CLIENT_HTTP_') ? 'transport' : 'rpc';
   }
   return 'transport';
 }
@@ -94,7 +96,7 @@ export function finalFailure(reason: FailReason, context: FailureContext): Final
     case 'auth':
       return refusal(authError(subject, delivery.httpStatus ?? httpStatusOf(error), context.authorizationUrl));
     case 'rpc':
-      return refusal(error instanceof McpError ? messages.protocolError(subject, error.message, error.code) : messages.protocolError(subject, String(error)));
+      return refusal(rpcFailure(subject, error));
     case 'rejected':
       return refusal(error instanceof NotMcpAnswerError ? messages.notMcpAnswer(subject, error.message) : messages.requestRejected(subject, delivery.httpStatus ?? 400));
     case 'unreachable':
@@ -109,6 +111,24 @@ export function finalFailure(reason: FailReason, context: FailureContext): Final
     case 'lost-again-maybe-run':
       return infrastructure(messages.sessionLostAgain(subject, true));
   }
+}
+
+/** JSON-RPC code of "the request needs a client capability the client did not declare" (2026-07-28). */
+const MISSING_CLIENT_CAPABILITY_CODE = -32021;
+
+/** The error of a request the server answered with an error (or the SDK could not complete). */
+function rpcFailure(subject: messages.CallSubject, error: unknown): McpSupervisorError {
+  if (error instanceof SdkError && error.code === SdkErrorCode.InputRequiredRoundsExceeded) {
+    const rounds = (error.data as { rounds?: unknown } | undefined)?.rounds;
+    return messages.inputRoundsExceeded(subject, typeof rounds === 'number' ? rounds : 0);
+  }
+  if (error instanceof ProtocolError && error.code === MISSING_CLIENT_CAPABILITY_CODE) {
+    // The server says which request it could not send ("… (elicitation/create) …"), quoted bounded.
+    const method = /\((elicitation\/create|sampling\/createMessage|roots\/list)\)/.exec(error.message)?.[1];
+    return messages.inputUnavailable(subject, method ?? 'a capability the host does not declare', error.code);
+  }
+  if (error instanceof ProtocolError) return messages.protocolError(subject, error.message, error.code);
+  return messages.protocolError(subject, error instanceof Error ? error.message : String(error));
 }
 
 /** What is known when a wait for a fresh session brought none. */

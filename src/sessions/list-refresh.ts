@@ -5,7 +5,7 @@
  * held to the limits discovery applies (over them, the old list stays), and a failed refresh keeps
  * the old list: the next notification or discovery will try again.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { McpClient as Client } from '../connection/connect.js';
 import { ListPromptsResultSchema, ListResourceTemplatesResultSchema, ListResourcesResultSchema, ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Clock, TimerHandle } from '../clock.js';

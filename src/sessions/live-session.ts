@@ -11,10 +11,10 @@
  * supervisor's injected {@link Clock} through {@link withDeadline}, so tests drive them by hand.
  */
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import { PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../config/types.js';
 import type { ResumableSession } from '../discovery/types.js';
 import type { ClientSide } from '../connection/client-side.js';
+import type { EraCache } from '../connection/era-cache.js';
 import { ConnectError, type Connection, openConnection } from '../connection/connect.js';
 import { TrackedHttpTransport } from '../connection/http-transport.js';
 import type { ExitInfo } from '../process/stdio-transport.js';
@@ -50,6 +50,8 @@ export interface OpenOptions {
   markerEnv?: Readonly<Record<string, string>>;
   /** An HTTP session created by discovery, to resume instead of initialising again. */
   resume?: ResumableSession;
+  /** The host's era verdicts (adopted instead of probing; a session's own verdict is recorded). */
+  eras?: EraCache;
   /** The leader's pid, synchronously after spawn. */
   onSpawn?(pid: number): void;
   /** The stdio leader exited. Not called for a deliberate close. */
@@ -62,6 +64,9 @@ export interface OpenOptions {
 
 /** Where a session is in its life. */
 type SessionState = { kind: 'alive' } | { kind: 'dead'; exit: ExitInfo | undefined } | { kind: 'closed' };
+
+/** How long after the server ended a `subscriptions/listen` stream a new one is opened. */
+const RELISTEN_DELAY_MS = 1000;
 
 /**
  * Waits for `work` at most `ms` on `clock`; never throws (the work itself is left to finish or
@@ -135,6 +140,7 @@ export class LiveSession {
    */
   static async open(server: ServerConfig, side: ClientSide, options: OpenOptions): Promise<LiveSession> {
     let session: LiveSession | undefined;
+    const era = options.eras?.get(server);
     const connection = await openConnection(server, side, {
       connectTimeoutMs: options.connectTimeoutMs,
       ...(options.signal ? { signal: options.signal } : {}),
@@ -143,6 +149,8 @@ export class LiveSession {
       ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
       ...(options.coalesceListChangedMs === undefined ? {} : { coalesceListChangedMs: options.coalesceListChangedMs }),
       ...(options.markerEnv === undefined ? {} : { markerEnv: options.markerEnv }),
+      ...(era === undefined ? {} : { era }),
+      onStaleEra: () => options.eras?.forget(server),
       onLeaderExit: (_pid, exit) => session?.died(exit, options),
       onSessionLost: () => {
         if (session?.alive) options.onLost?.(session);
@@ -151,13 +159,16 @@ export class LiveSession {
         const changed = (kind: 'tools' | 'prompts' | 'resources') => (): void => {
           if (session?.alive) options.onListChanged(session, kind);
         };
-        client.setNotificationHandler(ToolListChangedNotificationSchema, changed('tools'));
-        client.setNotificationHandler(PromptListChangedNotificationSchema, changed('prompts'));
-        client.setNotificationHandler(ResourceListChangedNotificationSchema, changed('resources'));
+        client.setNotificationHandler('notifications/tools/list_changed', changed('tools'));
+        client.setNotificationHandler('notifications/prompts/list_changed', changed('prompts'));
+        client.setNotificationHandler('notifications/resources/list_changed', changed('resources'));
       },
     });
+    options.eras?.learn(server, connection.verdict);
     session = new LiveSession(options.id, connection, options.resume !== undefined, options.clock);
     if (connection.exit) session.died(connection.exit, options);
+    // The 2026-07-28 era sends `list_changed` only on a subscription the client opens.
+    if (connection.era === 'modern') await bounded(options.clock, session.listenForChanges(options, false), options.connectTimeoutMs);
     const transport = connection.transport;
     if (options.resume && transport instanceof TrackedHttpTransport) {
       // Awaited (bounded), so a notification caused by the first call cannot beat the stream to
@@ -189,9 +200,36 @@ export class LiveSession {
     const ms = Math.min(ROOTS_SETTLE_MS, options.connectTimeoutMs);
     await bounded(
       options.clock,
-      connection.rootsAnswered.then(() => connection.client.ping({ timeout: ms })),
+      connection.rootsAnswered.then(() => connection.checkAlive(ms)),
       ms,
     );
+  }
+
+  /**
+   * Opens a `subscriptions/listen` stream for the list kinds the server says change. The SDK
+   * never reopens one the server ended: while the session lives, this does (a second later, so a
+   * server that ends every subscription costs one request a second), and has every kind re-listed,
+   * since changes made meanwhile were announced to nobody.
+   */
+  private async listenForChanges(options: OpenOptions, reopened: boolean): Promise<void> {
+    const capabilities = this.connection.client.getServerCapabilities();
+    const filter = {
+      toolsListChanged: capabilities?.tools?.listChanged === true,
+      promptsListChanged: capabilities?.prompts?.listChanged === true,
+      resourcesListChanged: capabilities?.resources?.listChanged === true,
+    };
+    if (!filter.toolsListChanged && !filter.promptsListChanged && !filter.resourcesListChanged) return;
+    const subscription = await this.connection.client.listen(filter, { timeout: options.connectTimeoutMs });
+    if (reopened) {
+      for (const [kind, on] of [['tools', filter.toolsListChanged], ['prompts', filter.promptsListChanged], ['resources', filter.resourcesListChanged]] as const) {
+        if (on) options.onListChanged(this, kind);
+      }
+    }
+    void subscription.closed.then(async (how) => {
+      if (how !== 'remote' || !this.alive) return;
+      await sleepOn(this.clock, RELISTEN_DELAY_MS);
+      if (this.alive) await this.listenForChanges(options, true).catch(() => undefined);
+    });
   }
 
   private died(exit: ExitInfo | undefined, options: OpenOptions): void {

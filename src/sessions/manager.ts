@@ -13,6 +13,7 @@ import { McpSupervisorError, describeError } from '../errors.js';
 import type { ServerOutcome } from '../discovery/types.js';
 import type { EventSink } from '../events.js';
 import type { ReadRequest, SessionLayer, ToolCallRequest } from '../readiness/driver.js';
+import type { EraCache } from '../connection/era-cache.js';
 import type { ClientSide } from '../connection/client-side.js';
 import { ServerSupervisor } from './supervisor.js';
 import type { CatalogLists, SessionOptions, SupervisorEvents, SupervisorStats } from './types.js';
@@ -60,6 +61,8 @@ export class SessionManager implements SessionLayer {
   private closed = false;
   /** Resolves when no discovery runs, undefined when none runs now (set by the host; absent: warm-ups never wait). */
   discoveryQuiet: (() => Promise<void> | undefined) | undefined;
+  /** The host's era verdicts, shared with discovery (set by the host; absent: every session negotiates). */
+  eras: EraCache | undefined;
 
   constructor(
     private readonly options: SessionOptions,
@@ -109,6 +112,7 @@ export class SessionManager implements SessionLayer {
           // A shared slot only exists when sides are the same for every profile.
           side: () => this.sides.sideFor(key, server),
           pendingAuthorization: () => this.sides.pendingAuthorization(key, server),
+          eras: this.eras,
         }),
       };
       slot = created;

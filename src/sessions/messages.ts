@@ -163,6 +163,21 @@ export function protocolError(subject: CallSubject, message: string, code?: numb
   return new McpSupervisorError('PROTOCOL_ERROR', text, { ...base(subject, { rpcCode: code }), modelText: text, retryable: false });
 }
 
+/**
+ * The server needs input from the user or the model (2026-07-28 `input_required`) that this host
+ * has no handler for: `needed` names what it asked (`elicitation/create`, …).
+ */
+export function inputUnavailable(subject: CallSubject, needed: string, code?: number): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" needs input to complete "${subject.tool}" that this host cannot give: it asked for ${needed}, and no handler for it is configured (client options). The call did not complete.`;
+  return new McpSupervisorError('PROTOCOL_ERROR', text, { ...base(subject, { rpcCode: code }), modelText: text, retryable: false });
+}
+
+/** The server kept answering `input_required` past the round bound. */
+export function inputRoundsExceeded(subject: CallSubject, rounds: number): McpSupervisorError {
+  const text = `The MCP server "${subject.server}" kept asking for more input while running "${subject.tool}": still incomplete after ${rounds} rounds of answers, so the call was given up. Do not repeat it unchanged.`;
+  return new McpSupervisorError('PROTOCOL_ERROR', text, { ...base(subject), modelText: text, retryable: false });
+}
+
 /** The host is closed; `inFlight` when it closed while the call was running on the server. */
 export function hostClosed(subject: CallSubject, inFlight = false): McpSupervisorError {
   const text = inFlight

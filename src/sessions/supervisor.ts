@@ -215,6 +215,7 @@ export class ServerSupervisor {
       connectTimeoutMs: this.connectTimeoutMs(),
       signal,
       ...(resume ? { resume } : {}),
+      ...(this.context.eras ? { eras: this.context.eras } : {}),
       onDeath: (session, exit) => this.onSessionDeath(session, exit),
       onLost: (session) => this.dropSession(session),
       onListChanged: (_session, kind) => this.refresher.schedule(kind),

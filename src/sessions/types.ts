@@ -5,6 +5,7 @@
  */
 import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Clock } from '../clock.js';
+import type { EraCache } from '../connection/era-cache.js';
 import type { ClientSide } from '../connection/client-side.js';
 import type { ToolRoute } from '../readiness/settlement.js';
 import type { BreakerOptions, BreakerState } from './breaker.js';
@@ -95,6 +96,8 @@ export interface SupervisorContext {
   side(): ClientSide;
   /** The authorization URL of a pending OAuth code flow of this server, if any. */
   pendingAuthorization?(): string | undefined;
+  /** The host's era verdicts: a session adopts its server's instead of probing, and records its own. */
+  eras?: EraCache;
 }
 
 /** What a supervised request does. */

@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BASE_TOOL_NAMES } from '../fixtures/tools.js';
-import { stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
+import { eraFixtureConfig, stdioFixtureConfig, useFixtureTag } from '../helpers/fixtures.js';
 import { parseDoctorArgs, profileNameOf } from '../../src/cli/doctor.js';
 import { isPathLikeRef } from '../../src/config/profile-key.js';
 
@@ -20,7 +20,7 @@ async function tempDir(t: import('ava').ExecutionContext): Promise<string> {
   return dir;
 }
 
-test('doctor on a Claude Desktop-style file with one bad server exits 1 and names the server and the failure kind', async (t) => {
+test('doctor on a Claude Desktop-style file with one bad server exits 1 and names the server and the failure kind; every server shows its protocol era', async (t) => {
   const tag = useFixtureTag(t);
   const dir = await tempDir(t);
   const file = path.join(dir, 'claude_desktop_config.json');
@@ -30,14 +30,16 @@ test('doctor on a Claude Desktop-style file with one bad server exits 1 and name
       mcpServers: {
         files: stdioFixtureConfig(['--tools', '2'], { tag }),
         broken: stdioFixtureConfig(['--exit-at-start', '5', '--stderr', 'fatal: token missing'], { tag }),
+        stateless: { ...eraFixtureConfig(['--legacy', 'reject'], { tag }), protocol: '2026-07-28' },
       },
     }),
   );
   const { code, stdout } = await run(['doctor', file]);
+  t.regex(stdout, /claude_desktop_config\s+stateless\s+stdio\s+2026-07-28\s+ready\s/, 'each server shows the era it is spoken to in');
   t.is(code, 1);
   // The fixture's base tools plus the two generated ones.
-  t.regex(stdout, new RegExp(`claude_desktop_config\\s+files\\s+stdio\\s+ready\\s+${BASE_TOOL_NAMES.length + 2}\\b`));
-  t.regex(stdout, /claude_desktop_config\s+broken\s+stdio\s+failed\s+-\s+-\s+exited\s+.*code 5.*fatal: token missing/);
+  t.regex(stdout, new RegExp(`claude_desktop_config\\s+files\\s+stdio\\s+2025-11-25\\s+ready\\s+${BASE_TOOL_NAMES.length + 2}\\b`));
+  t.regex(stdout, /claude_desktop_config\s+broken\s+stdio\s+-\s+failed\s+-\s+-\s+exited\s+.*code 5.*fatal: token missing/);
 });
 
 test('doctor on a malformed file exits 2 and names the field', async (t) => {
@@ -83,9 +85,9 @@ test('bad command-line usage exits 2 with the usage text', async (t) => {
 test('the demo (npm start) runs the bundled examples and exits 0 with every step matched', async (t) => {
   const { code, stdout, stderr } = await run(['demo']);
   t.is(code, 0, `${stdout}\n${stderr}`);
-  t.regex(stdout, /team\s+crashy\s+stdio\s+failed.*exited/);
-  t.regex(stdout, /ops\s+legacy\s+stdio\s+failed.*timeout/);
-  t.regex(stdout, /ops\s+remote\s+http\s+failed.*refused/);
+  t.regex(stdout, /team\s+crashy\s+stdio\s+-\s+failed.*exited/);
+  t.regex(stdout, /ops\s+legacy\s+stdio\s+-\s+failed.*timeout/);
+  t.regex(stdout, /ops\s+remote\s+http\s+-\s+failed.*refused/);
   t.regex(stdout, /through 1 respawn/);
   t.regex(stdout, /demo passed/);
 });

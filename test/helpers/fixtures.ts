@@ -217,6 +217,8 @@ export async function startStdioFixture(flags: readonly string[] = [], opts: Fix
 export interface HttpFixtureStats {
   /** `initialize` requests received (Streamable HTTP, stateful or stateless, and legacy SSE). */
   initializes: number;
+  /** `server/discover` requests received (era probes of 2026-07-28 clients). */
+  discovers: number;
   /** `tools/call` requests received, whatever the tool and outcome. */
   toolCalls: number;
   /** Open Streamable HTTP sessions (always 0 with `--stateless`). */

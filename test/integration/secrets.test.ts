@@ -287,9 +287,9 @@ test('doctor: neither the table nor --json (nor a failed --call) shows a planted
   outputs.add('doctor table stdout', table.stdout);
   outputs.add('doctor table stderr', table.stderr);
   t.is(table.code, 1, table.stderr);
-  t.regex(table.stdout, /tenant\s+echoer\s+stdio\s+failed\s+-\s+-\s+exited\s+.*booting: SERVICE_SETTING=\[redacted\]/);
-  t.regex(table.stdout, /tenant\s+refused\s+http\s+failed\s+-\s+-\s+refused\s/);
-  t.regex(table.stdout, /tenant\s+live\s+http\s+ready\s/);
+  t.regex(table.stdout, /tenant\s+echoer\s+stdio\s+-\s+failed\s+-\s+-\s+exited\s+.*booting: SERVICE_SETTING=\[redacted\]/);
+  t.regex(table.stdout, /tenant\s+refused\s+http\s+-\s+failed\s+-\s+-\s+refused\s/);
+  t.regex(table.stdout, /tenant\s+live\s+http\s+2025-11-25\s+ready\s/);
   t.regex(table.stdout, /--call refused\/echo: failed\nSERVER_UNREACHABLE: /);
 
   outputs.assertClean(t, forbiddenForms(secrets));

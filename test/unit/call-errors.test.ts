@@ -4,9 +4,7 @@
  * attempt's error is classed for the call policy, and which operations may be replayed.
  */
 import test from 'ava';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError, UnauthorizedError } from '@modelcontextprotocol/client';
 import type { Delivery } from '../../src/connection/delivery.js';
 import { NotMcpAnswerError, RESPONSE_LOST_CODE } from '../../src/connection/http-transport.js';
 import { DEADLINE } from '../../src/deadline.js';
@@ -83,16 +81,18 @@ test('noSessionError: parked (with its reason and next probe), auth, exited agai
   t.is(noSessionError({ kind: 'failure', failure: { kind: 'refused', message: 'ECONNREFUSED' }, exitedAfterSession: false }, waited()).code, 'SERVER_UNREACHABLE');
 });
 
-test('classifyError: the caller aborting wins; 401/403 and OAuth are auth; JSON-RPC timeouts, lost connections and errors; anything else is transport', (t) => {
+test('classifyError: the caller aborting wins; 401/403 and OAuth are auth; SDK timeouts, lost connections and JSON-RPC errors; anything else is transport', (t) => {
   const aborted = AbortSignal.abort();
-  t.is(classifyError(new McpError(ErrorCode.InternalError, 'x'), aborted), 'cancelled');
+  const http = (status: number): SdkHttpError => new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `HTTP ${status}`, { status });
+  t.is(classifyError(new ProtocolError(ProtocolErrorCode.InternalError, 'x'), aborted), 'cancelled');
   t.is(classifyError(new UnauthorizedError('no token'), undefined), 'auth');
-  t.is(classifyError(new StreamableHTTPError(403, 'forbidden'), undefined), 'auth');
-  t.is(classifyError(new StreamableHTTPError(502, 'bad gateway'), undefined), 'transport');
-  t.is(classifyError(new McpError(ErrorCode.RequestTimeout, 'timeout'), undefined), 'timeout');
-  t.is(classifyError(new McpError(ErrorCode.ConnectionClosed, 'closed'), undefined), 'transport');
-  t.is(classifyError(new McpError(RESPONSE_LOST_CODE, 'lost'), undefined), 'transport');
-  t.is(classifyError(new McpError(ErrorCode.InvalidParams, 'bad'), undefined), 'rpc');
+  t.is(classifyError(http(403), undefined), 'auth');
+  t.is(classifyError(http(502), undefined), 'transport');
+  t.is(classifyError(new SdkError(SdkErrorCode.RequestTimeout, 'timeout'), undefined), 'timeout');
+  t.is(classifyError(new SdkError(SdkErrorCode.ConnectionClosed, 'closed'), undefined), 'transport');
+  t.is(classifyError(new ProtocolError(RESPONSE_LOST_CODE, 'lost'), undefined), 'transport');
+  t.is(classifyError(new ProtocolError(ProtocolErrorCode.InvalidParams, 'bad'), undefined), 'rpc');
+  t.is(classifyError(new SdkError(SdkErrorCode.InputRequiredRoundsExceeded, 'rounds'), undefined), 'rpc', 'an answer the SDK could not complete is an answer');
   t.is(classifyError(new Error('EPIPE'), undefined), 'transport');
 });
 

@@ -4,7 +4,7 @@
  * over the limits or a failed listing keeps the old list, and `stop()` ends it all.
  */
 import test from 'ava';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { McpClient as Client } from '../../src/connection/connect.js';
 import { type ListRefreshDeps, ListRefresher, withinLimits } from '../../src/sessions/list-refresh.js';
 import type { CatalogLists } from '../../src/sessions/types.js';
 import { type Barrier, ManualClock, barrier, flush } from '../helpers/clock.js';

@@ -1,14 +1,22 @@
 /**
  * A server's refusal of our protocol version (-32022, MCP 2026-07-28) read from both shapes it
- * arrives in: an `McpError` (stdio) and a JSON-RPC body inside an HTTP error. What the server says
+ * arrives in: a `ProtocolError` (stdio, or an HTTP error answer to the request) and a JSON-RPC
+ * body inside an HTTP error that is not such an answer. What the server says
  * is quoted, bounded, never trusted.
  */
 import test from 'ava';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { UNSUPPORTED_PROTOCOL_VERSION_CODE, classifyFailure, refusedProtocolVersion } from '../../src/connection/classify.js';
+import { ProtocolError as McpError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
+import { classifyFailure, refusedProtocolVersion } from '../../src/connection/classify.js';
+import { UNSUPPORTED_PROTOCOL_VERSION_CODE } from '../../src/connection/era.js';
 
-const body = (error: unknown): string => `Error POSTing to endpoint: ${JSON.stringify({ jsonrpc: '2.0', id: 0, error })}`;
+/** The SDK's error for a 4xx whose body is not an answer to the request it sent. */
+class StreamableHTTPError extends SdkHttpError {
+  constructor(status: number, text: string) {
+    super(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, { status, text });
+  }
+}
+
+const body = (error: unknown): string => JSON.stringify({ jsonrpc: '2.0', id: 0, error });
 
 test('stdio (McpError) and HTTP (the JSON-RPC body of a 400) give the same reading', (t) => {
   const data = { supported: ['2026-07-28'], requested: '2025-11-25' };
@@ -19,7 +27,7 @@ test('stdio (McpError) and HTTP (the JSON-RPC body of a 400) give the same readi
 test('anything else is not a refusal: another code, a body that is not JSON, no error at all', (t) => {
   t.is(refusedProtocolVersion(new McpError(-32601, 'Method not found')), undefined);
   t.is(refusedProtocolVersion(new StreamableHTTPError(400, body({ code: -32600, message: 'Bad request' }))), undefined);
-  t.is(refusedProtocolVersion(new StreamableHTTPError(400, 'Error POSTing to endpoint: {not json')), undefined);
+  t.is(refusedProtocolVersion(new StreamableHTTPError(400, '{not json')), undefined);
   t.is(refusedProtocolVersion(new Error('-32022')), undefined);
   t.is(refusedProtocolVersion(undefined), undefined);
 });
@@ -37,7 +45,7 @@ test('classified as protocol — before the exit that follows it on stdio — na
   const refusal = new McpError(UNSUPPORTED_PROTOCOL_VERSION_CODE, 'Unsupported protocol version', { supported: ['2026-07-28'], requested: '2025-11-25' });
   const failure = classifyFailure(refusal, { exit: { code: 0, signal: null }, stderrTail: 'Rejected 2025-era request' });
   t.is(failure.kind, 'protocol');
-  t.is(failure.message, 'the server does not speak MCP 2025-11-25 (it speaks 2026-07-28): servers that speak only the 2026-07-28 era, without the 2025-11-25 one, are not supported yet');
+  t.is(failure.message, 'the server does not speak MCP 2025-11-25 (it speaks 2026-07-28): set "protocol": "2026-07-28" (or "auto") on this server to speak its era');
   t.is(failure.stderrTail, 'Rejected 2025-era request');
   const silent = classifyFailure(new McpError(UNSUPPORTED_PROTOCOL_VERSION_CODE, 'no'), {});
   t.is(silent.message, 'the server does not speak MCP 2025-11-25 (it did not say which it speaks)', 'no era is claimed that the server did not name');

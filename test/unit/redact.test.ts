@@ -331,8 +331,8 @@ test('buildView and turns: failure message, stderr tail and the view error are s
   // The table truncates messages at 160 characters: scrubbing first means no half secret.
   const table = renderTable(rowsFor('tenant', config, view));
   t.false(table.includes(secret.slice(0, 14)), 'not even the start of the secret');
-  t.regex(table, /tenant\s+ex\s+stdio\s+failed\s+-\s+-\s+exited\s+exited; env was \[redacted\]; stderr: boot \| printing env SERVICE_SETTING=\[redacted\] done/);
+  t.regex(table, /tenant\s+ex\s+stdio\s+-\s+failed\s+-\s+-\s+exited\s+exited; env was \[redacted\]; stderr: boot \| printing env SERVICE_SETTING=\[redacted\] done/);
   // A raw (unscrubbed) view from elsewhere: the table still scrubs, before truncating.
-  const rawRows = [{ profile: 'tenant', server: 'api', transport: 'http', status: 'failed', tools: null, connectMs: null, kind: 'refused', message: `${'y'.repeat(150)}${secret}` }];
+  const rawRows = [{ profile: 'tenant', server: 'api', transport: 'http', protocol: null, status: 'failed', tools: null, connectMs: null, kind: 'refused', message: `${'y'.repeat(150)}${secret}` }];
   t.false(renderTable(rawRows).includes(secret.slice(0, 6)));
 });
