@@ -15,6 +15,7 @@ import type { ClientSide, ElicitParams, SamplingParams } from './client-side.js'
 import { currentDelivery } from './delivery.js';
 import { type EraVerdict, type ProtocolEra, isEraMismatch, negotiationFor, priorFor, verdictOf } from './era.js';
 import { TrackedHttpTransport } from './http-transport.js';
+import { MAX_LIST_PAGES } from './limits.js';
 
 /** How long a failed stdio connect waits for the child's exit, so a death racing the error reads as an exit. */
 const EXIT_SETTLE_MS = 150;
@@ -239,6 +240,8 @@ async function connectOnce(server: ServerConfig, side: ClientSide, options: Conn
     capabilities: side.capabilities as ClientCapabilities,
     versionNegotiation: negotiationFor(protocolSettingOf(server), options.connectTimeoutMs),
     inputRequired: { autoFulfill: true, maxRounds: MAX_INPUT_ROUNDS },
+    // Tool lists are read through the SDK (`lists.ts`): bounded like every other list.
+    listMaxPages: MAX_LIST_PAGES,
   });
   // Transport noise (EPIPE after a death, reconnects of the optional stream) arrives here;
   // outcomes are decided by request results, delivery records and exit status instead.

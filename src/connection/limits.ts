@@ -156,3 +156,6 @@ export function nestsDeeperThan(value: unknown, maxDepth: number): boolean {
   }
   return false;
 }
+
+/** Safety cap on pagination, against a server that keeps returning cursors. */
+export const MAX_LIST_PAGES = 1000;

@@ -11,7 +11,6 @@ import {
   ListPromptsResultSchema,
   ListResourceTemplatesResultSchema,
   ListResourcesResultSchema,
-  ListToolsResultSchema,
   type Prompt,
   type Resource,
   type ResourceTemplate,
@@ -22,6 +21,7 @@ import { classifyFailure } from '../connection/classify.js';
 import type { ClientSide } from '../connection/client-side.js';
 import { ConnectError, type Connection, openConnection } from '../connection/connect.js';
 import type { EraVerdict } from '../connection/era.js';
+import { listAllPages, listTools } from '../connection/lists.js';
 import { CatalogLimitError, DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_SCHEMA_DEPTH, nestsDeeperThan } from '../connection/limits.js';
 import type { SettledOutcome } from './types.js';
 
@@ -55,26 +55,6 @@ export interface ServerDiscoveryContext {
   adoptForClose(release: { close(): Promise<void>; kill(): Promise<void> }): void;
 }
 
-/** Safety cap on pagination, against a server that keeps returning cursors. */
-const MAX_PAGES = 1000;
-
-type Page<T> = { items: T[]; nextCursor?: string | undefined };
-
-/** Collects every page of a paginated MCP list. */
-export async function listAllPages<T>(what: string, fetchPage: (cursor: string | undefined) => Promise<Page<T>>): Promise<T[]> {
-  const items: T[] = [];
-  const seen = new Set<string>();
-  let cursor: string | undefined;
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const result = await fetchPage(cursor);
-    items.push(...result.items);
-    if (result.nextCursor === undefined || result.nextCursor === '') return items;
-    if (seen.has(result.nextCursor)) throw new Error(`${what} pagination repeated cursor ${JSON.stringify(result.nextCursor)}`);
-    seen.add(result.nextCursor);
-    cursor = result.nextCursor;
-  }
-  throw new Error(`${what} returned more than ${MAX_PAGES} pages`);
-}
 
 /** How long a failed attempt waits for a stdio child's exit, so a death racing the error reads as `exited`. */
 const EXIT_SETTLE_MS = 150;
@@ -111,26 +91,11 @@ interface Catalog {
   freshForMs?: number;
 }
 
-/** The longest `ttlMs` taken from a server (a day): a hint, not an instruction to never look again. */
-const MAX_TTL_MS = 86_400_000;
-
-/** A list result's positive `ttlMs`, bounded; undefined when absent, zero or not a number. */
-function ttlOf(result: unknown): number | undefined {
-  const ttl = (result as { ttlMs?: unknown }).ttlMs;
-  return typeof ttl === 'number' && Number.isFinite(ttl) && ttl > 0 ? Math.min(Math.round(ttl), MAX_TTL_MS) : undefined;
-}
-
 /** Lists tools (every page), and prompts, resources and resource templates when the server offers them. */
 async function listCatalog(connection: Connection, requestOptions: { signal: AbortSignal; timeout: number; maxTotalTimeout: number }): Promise<Catalog> {
   const { client } = connection;
   const capabilities = client.getServerCapabilities() ?? {};
-  let freshForMs: number | undefined;
-  const tools = await listAllPages<Tool>('tools/list', async (cursor) => {
-    const result = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, requestOptions);
-    // 2026-07-28: how long the server vouches for the list (the first page speaks for it).
-    if (cursor === undefined) freshForMs = ttlOf(result);
-    return { items: result.tools, nextCursor: result.nextCursor };
-  });
+  const { tools, freshForMs } = await listTools(client, requestOptions);
   // Prompts and resources are optional extras: a server whose tools work is not failed because
   // its prompt or resource listing is broken.
   const optional = <T>(list: Promise<T[]>): Promise<T[]> => list.catch((error: unknown) => (requestOptions.signal.aborted ? Promise.reject(error) : []));

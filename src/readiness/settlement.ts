@@ -31,6 +31,8 @@ export interface ToolRoute {
   readonly server: string;
   readonly tool: string;
   readonly annotations?: Tool['annotations'];
+  /** The tool's input schema: in the 2026-07-28 era its `x-mcp-header` parameters are mirrored into HTTP headers. */
+  readonly inputSchema?: Tool['inputSchema'];
   /** The tool's declared output schema: structured results are checked against it. */
   readonly outputSchema?: Tool['outputSchema'];
 }
@@ -201,6 +203,7 @@ export function buildCatalog(config: ProfileConfig | undefined, outcomes: Readon
     const route: ToolRoute = {
       server,
       tool: tool.name,
+      inputSchema: tool.inputSchema,
       ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
       ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
     };

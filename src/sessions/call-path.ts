@@ -12,7 +12,7 @@
  *   An exited or unreachable server is never reported as a timeout.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool as SdkTool } from '@modelcontextprotocol/client';
 import { AsyncResource } from 'node:async_hooks';
 import PQueue from 'p-queue';
 import type { ServerConfig } from '../config/types.js';
@@ -251,7 +251,7 @@ export class CallPath {
   private traceContext(op: Operation, session: LiveSession, attempt: number): CallTraceContext {
     const connection = session.connection;
     const sessionId = connection.sessionId;
-    const protocolVersion = connection.protocolVersion;
+    const protocolVersion = connection.client.getNegotiatedProtocolVersion() ?? connection.protocolVersion;
     return {
       profile: op.profile ?? '',
       server: this.deps.server.name,
@@ -276,9 +276,12 @@ export class CallPath {
     const withMeta = meta === undefined ? {} : { _meta: meta };
     if (op.kind === 'resource') return this.succeeded(await client.readResource({ uri: op.uri, ...withMeta }, requestOptions));
     if (op.kind === 'prompt') return this.succeeded(await client.getPrompt({ name: op.name, ...(op.args === undefined ? {} : { arguments: op.args }), ...withMeta }, requestOptions));
-    // The SDK's callTool would validate output only for tools it listed itself (it never does here):
-    // the check is ours, with the schema from discovery, compiled once per tool on first use.
-    const result = (await client.request({ method: 'tools/call', params: { name: op.route.tool, arguments: op.args, ...withMeta } }, CallToolResultSchema, requestOptions)) as CallToolResult;
+    // The SDK's callTool, given the tool's input schema from discovery: in the 2026-07-28 era over
+    // HTTP it mirrors the `x-mcp-header` parameters into `Mcp-Param-*` headers (SEP-2243). Without
+    // its output schema: the check of structured results is ours, compiled once per tool on first
+    // use, with the host's own error wording.
+    const toolDefinition = { name: op.route.tool, inputSchema: op.route.inputSchema ?? { type: 'object' } } as SdkTool;
+    const result = (await client.callTool({ name: op.route.tool, arguments: op.args, ...withMeta }, { ...requestOptions, toolDefinition })) as unknown as CallToolResult;
     if (result.isError && this.deps.context.options.countToolErrors) this.deps.breaker.recordFailure();
     else this.succeeded(result);
     checkStructuredResult(op.route, result, this.subject(op));

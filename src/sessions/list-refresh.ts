@@ -6,11 +6,11 @@
  * the old list: the next notification or discovery will try again.
  */
 import type { McpClient as Client } from '../connection/connect.js';
-import { ListPromptsResultSchema, ListResourceTemplatesResultSchema, ListResourcesResultSchema, ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ListPromptsResultSchema, ListResourceTemplatesResultSchema, ListResourcesResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Prompt, Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import { DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_SCHEMA_DEPTH, nestsDeeperThan } from '../connection/limits.js';
-import { listAllPages } from '../discovery/server-discovery.js';
+import { listAllPages, listTools } from '../connection/lists.js';
 import type { CatalogLists, ListKind, SessionOptions } from './types.js';
 
 /** What a refresher needs of its supervisor. */
@@ -37,10 +37,8 @@ function cursorParams(cursor: string | undefined): { cursor?: string } {
   return cursor === undefined ? {} : { cursor };
 }
 
-/** One page of each list method. */
+/** One page of each list method (tools are read through the SDK: see `connection/lists.ts`). */
 const pages = {
-  tools: (client: Client, cursor: string | undefined, options: RequestOptions): Promise<Page<Tool>> =>
-    client.request({ method: 'tools/list', params: cursorParams(cursor) }, ListToolsResultSchema, options).then((page) => ({ items: page.tools, nextCursor: page.nextCursor })),
   prompts: (client: Client, cursor: string | undefined, options: RequestOptions): Promise<Page<Prompt>> =>
     client.request({ method: 'prompts/list', params: cursorParams(cursor) }, ListPromptsResultSchema, options).then((page) => ({ items: page.prompts, nextCursor: page.nextCursor })),
   resources: (client: Client, cursor: string | undefined, options: RequestOptions): Promise<Page<Resource>> =>
@@ -53,7 +51,7 @@ const pages = {
 
 /** Re-lists one kind, every page (resources bring their templates along, when the server has them). */
 async function listKind(client: Client, kind: ListKind, options: RequestOptions): Promise<CatalogLists> {
-  if (kind === 'tools') return { tools: await listAllPages('tools/list', (cursor) => pages.tools(client, cursor, options)) };
+  if (kind === 'tools') return { tools: (await listTools(client, options)).tools };
   if (kind === 'prompts') return { prompts: await listAllPages('prompts/list', (cursor) => pages.prompts(client, cursor, options)) };
   const resources = await listAllPages('resources/list', (cursor) => pages.resources(client, cursor, options));
   const resourceTemplates = await listAllPages('resources/templates/list', (cursor) => pages.resourceTemplates(client, cursor, options)).catch(() => undefined);

@@ -9,8 +9,16 @@
  * one server, `s`, at that URL.
  *
  * The OAuth provider plays the user's browser: when the SDK sends it to the authorization URL it
- * fetches it without following the redirect and keeps the `code`; the program then hands the
- * code back with `host.finishAuth`, as a host's OAuth callback route would.
+ * fetches it without following the redirect and keeps the callback query (`code`, and `iss` when
+ * the authorization server sends one); the program then hands that query back with
+ * `host.finishAuth`, as a host's OAuth callback route would.
+ *
+ * Both conformance CLIs run it: 0.1.16 (2025-11-25 scenarios) and the 0.2.0 pre-release
+ * (`conformance-next`, 2026-07-28 scenarios; the CLI names the spec version in
+ * `MCP_CONFORMANCE_PROTOCOL_VERSION`). The program does not choose the protocol era: the server is
+ * configured as any host would configure it (Streamable HTTP, the library's default era setting),
+ * so that negotiating the era is the library's job. `CONFORMANCE_CLIENT_PROTOCOL=<setting>` puts
+ * an explicit `protocol` into the server's config, for experiments.
  *
  * `CONFORMANCE_CLIENT_BREAK=no-elicitation` leaves the elicitation handler out (so the capability
  * is not declared): the test suite uses it to prove the harness fails when the library does.
@@ -19,7 +27,7 @@ import { ClientCredentialsProvider, PrivateKeyJwtProvider } from '@modelcontextp
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createHost, isMcpSupervisorError } from '../../src/index.js';
-import type { Host, HostOptions, ReadinessView } from '../../src/index.js';
+import type { Host, HostOptions, ReadinessView, Turn } from '../../src/index.js';
 
 const SERVER = 's';
 /** The client id metadata document URL the suite's CIMD scenarios expect a client to offer. */
@@ -28,13 +36,13 @@ const REDIRECT_URL = 'http://localhost:3000/callback';
 /** A host asks its user at most this many times per call (the suite's retry-limit scenario checks ≤ 3). */
 const MAX_AUTHORIZATION_ROUNDS = 2;
 
-/** An OAuth provider that plays the user agent: it follows the authorization URL and keeps the code. */
+/** An OAuth provider that plays the user agent: it follows the authorization URL and keeps the callback. */
 class BrowserlessProvider implements OAuthClientProvider {
   private information: OAuthClientInformationMixed | undefined;
   private saved: OAuthTokens | undefined;
   private verifier: string | undefined;
-  /** The code of the last authorization, until it is handed to `finishAuth`. */
-  code: string | undefined;
+  /** The callback query of the last authorization (`code`, maybe `iss`), until it is handed to `finishAuth`. */
+  private callback: URLSearchParams | undefined;
 
   constructor(
     readonly clientMetadataUrl: string | undefined,
@@ -75,11 +83,12 @@ class BrowserlessProvider implements OAuthClientProvider {
 
   async redirectToAuthorization(authorizationUrl: URL): Promise<void> {
     const response = await fetch(authorizationUrl, { redirect: 'manual' });
+    await response.body?.cancel();
     const location = response.headers.get('location');
     if (!location) throw new Error(`the authorization endpoint answered ${response.status} without a redirect`);
-    const code = new URL(location).searchParams.get('code');
-    if (!code) throw new Error('the authorization redirect carried no code');
-    this.code = code;
+    const callback = new URL(location, authorizationUrl).searchParams;
+    if (!callback.get('code')) throw new Error('the authorization redirect carried no code');
+    this.callback = callback;
   }
 
   saveCodeVerifier(verifier: string): void {
@@ -91,15 +100,15 @@ class BrowserlessProvider implements OAuthClientProvider {
     return this.verifier;
   }
 
-  /** Takes the pending code, once. */
-  takeCode(): string | undefined {
-    const code = this.code;
-    this.code = undefined;
-    return code;
+  /** Takes the pending callback query, once. */
+  takeCallback(): URLSearchParams | undefined {
+    const callback = this.callback;
+    this.callback = undefined;
+    return callback;
   }
 }
 
-type Context = Record<string, string | undefined>;
+type Context = Record<string, unknown>;
 
 function context(): Context {
   const raw = process.env['MCP_CONFORMANCE_CONTEXT'];
@@ -112,13 +121,24 @@ function required(ctx: Context, name: string): string {
   return value;
 }
 
+/** http-custom-headers: the calls the CLI wants made (with the values whose header encoding it checks). */
+function toolCallsOf(ctx: Context): { name: string; arguments: Record<string, unknown> }[] {
+  const calls = ctx['toolCalls'];
+  if (!Array.isArray(calls) || calls.length === 0) throw new Error('MCP_CONFORMANCE_CONTEXT has no toolCalls');
+  return calls.map((call: { name?: unknown; arguments?: unknown }) => {
+    if (typeof call.name !== 'string') throw new Error('MCP_CONFORMANCE_CONTEXT has a toolCall without a name');
+    return { name: call.name, arguments: (call.arguments ?? {}) as Record<string, unknown> };
+  });
+}
+
 /** The OAuth provider a scenario calls for, if any. */
 function providerFor(scenario: string, ctx: Context): OAuthClientProvider | undefined {
   if (scenario === 'auth/client-credentials-basic') {
     return new ClientCredentialsProvider({ clientId: required(ctx, 'client_id'), clientSecret: required(ctx, 'client_secret') });
   }
   if (scenario === 'auth/client-credentials-jwt') {
-    return new PrivateKeyJwtProvider({ clientId: required(ctx, 'client_id'), privateKey: required(ctx, 'private_key_pem'), algorithm: ctx['signing_algorithm'] ?? 'ES256' });
+    const algorithm = ctx['signing_algorithm'];
+    return new PrivateKeyJwtProvider({ clientId: required(ctx, 'client_id'), privateKey: required(ctx, 'private_key_pem'), algorithm: typeof algorithm === 'string' ? algorithm : 'ES256' });
   }
   if (scenario === 'auth/pre-registration') {
     return new BrowserlessProvider(undefined, { client_id: required(ctx, 'client_id'), client_secret: required(ctx, 'client_secret'), redirect_uris: [REDIRECT_URL] });
@@ -159,14 +179,24 @@ async function crossAppAccessToken(serverUrl: string, ctx: Context): Promise<str
   return ((await grant.json()) as { access_token: string }).access_token;
 }
 
+/**
+ * What a host's OAuth callback route does with the query the browser brought back: hands all of
+ * it (`code`, and `iss` when the authorization server sent one) to `finishAuth`, so that the
+ * library can check the issuer (RFC 9207: the auth/iss-* scenarios, and every 2026-07-28 auth
+ * scenario whose authorization server advertises `authorization_response_iss_parameter_supported`).
+ */
+function completeAuthorization(host: Host, callback: URLSearchParams): Promise<ReadinessView> {
+  return host.finishAuth(undefined, SERVER, callback);
+}
+
 /** What a host's OAuth callback does: hand the user's code back, as many rounds as the user allows. */
 async function authorizeIfAsked(host: Host, provider: OAuthClientProvider | undefined, view: ReadinessView, rounds: { left: number }): Promise<ReadinessView> {
   let current = view;
   while (current.servers[SERVER]?.status === 'auth_required' && provider instanceof BrowserlessProvider && rounds.left > 0) {
-    const code = provider.takeCode();
-    if (!code) break;
+    const callback = provider.takeCallback();
+    if (!callback) break;
     rounds.left--;
-    current = await host.finishAuth(undefined, SERVER, code);
+    current = await completeAuthorization(host, callback);
   }
   return current;
 }
@@ -180,12 +210,28 @@ async function callWithAuthorization(host: Host, provider: OAuthClientProvider |
       return;
     } catch (error) {
       if (!isMcpSupervisorError(error) || error.code !== 'AUTH_REQUIRED' || !(provider instanceof BrowserlessProvider) || rounds.left <= 0) throw error;
-      const code = provider.takeCode();
-      if (!code) throw error;
+      const callback = provider.takeCallback();
+      if (!callback) throw error;
       rounds.left--;
-      await host.finishAuth(undefined, SERVER, code);
+      await completeAuthorization(host, callback);
     }
   }
+}
+
+/** Tries a call that the library may rightly refuse (or the server rightly reject): says what happened, never throws. */
+async function tryCall(turn: Turn, name: string, args: Record<string, unknown>): Promise<void> {
+  try {
+    await turn.callTool(name, args);
+  } catch (error) {
+    process.stderr.write(`conformance client: ${name} refused: ${isMcpSupervisorError(error) ? `${error.code} ` : ''}${error instanceof Error ? error.message : String(error)}\n`);
+  }
+}
+
+/** The elicitation answer a scenario expects from the user (the tool only checks the round trip). */
+function elicitationAnswer(scenario: string): Record<string, string | number | boolean | string[]> {
+  // SEP-2322 asks for `{ confirmed: boolean }`. Elsewhere: accept with nothing filled in, and the
+  // library applies the schema's defaults, as the SDK does.
+  return scenario === 'sep-2322-client-request-state' ? { confirmed: true } : {};
 }
 
 async function run(scenario: string, serverUrl: string): Promise<void> {
@@ -193,13 +239,23 @@ async function run(scenario: string, serverUrl: string): Promise<void> {
   const provider = providerFor(scenario, ctx);
   const headers = scenario === 'auth/cross-app-access-complete-flow' ? { Authorization: `Bearer ${await crossAppAccessToken(serverUrl, ctx)}` } : {};
   const broken = process.env['CONFORMANCE_CLIENT_BREAK'] === 'no-elicitation';
+  const protocol = process.env['CONFORMANCE_CLIENT_PROTOCOL'];
+  // request-metadata checks every optional capability the client declares: declare them all.
+  const everyCapability = scenario === 'request-metadata';
   const options: HostOptions = {
-    profiles: { default: { mcpServers: { [SERVER]: { type: 'http', url: serverUrl, headers } } } },
+    profiles: { default: { mcpServers: { [SERVER]: { type: 'http', url: serverUrl, headers, ...(protocol ? { protocol } : {}) } } } },
     discovery: { maxThreads: 1, connectTimeoutMs: 20_000 },
     client: {
       info: { name: 'mcp-supervisor-conformance', version: '1.0.0' },
-      // Accept with nothing filled in: the library applies the schema's defaults, as the SDK does.
-      ...(broken ? {} : { elicitation: () => ({ action: 'accept' as const, content: {} }) }),
+      ...(broken ? {} : { elicitation: () => ({ action: 'accept' as const, content: elicitationAnswer(scenario) }) }),
+      ...(everyCapability
+        ? {
+            roots: [],
+            sampling: () => {
+              throw new Error('this host has no model');
+            },
+          }
+        : {}),
     },
     ...(provider ? { auth: { provider: () => provider } } : {}),
   };
@@ -227,6 +283,49 @@ async function run(scenario: string, serverUrl: string): Promise<void> {
       case 'sse-retry':
         await turn.callTool(tool('test_reconnection'), {});
         return;
+      // 2026-07-28 (0.2.0 CLI). SEP-2575: the `_meta` envelope and MCP-Protocol-Version header on
+      // every request, and a retry after the -32022 the server answers the first request with.
+      // Discovery's requests are the whole scenario (it lists no tools).
+      case 'request-metadata':
+        return;
+      // SEP-2322 (MRTR): each tool answers `input_required` with an elicitation (with or without a
+      // requestState); the library must fulfil it through the host's elicitation handler and retry.
+      case 'sep-2322-client-request-state': {
+        for (const name of ['test_mrtr_echo_state', 'test_mrtr_no_state', 'test_mrtr_unrelated']) await turn.callTool(tool(name), {});
+        // No `resultType`: the scenario checks only that this is not retried as input_required;
+        // refusing the result (the v2 SDK does, on a 2026-07-28 connection) is not a failure.
+        await tryCall(turn, tool('test_mrtr_no_result_type'), {});
+        return;
+      }
+      // SEP-2243: Mcp-Method on every POST, Mcp-Name on tools/call, resources/read, prompts/get.
+      case 'http-standard-headers': {
+        for (const entry of turn.tools) await turn.callTool(entry.name, {});
+        for (const resource of turn.resources) await turn.readResource(resource.server, resource.uri);
+        for (const prompt of turn.prompts) await turn.getPrompt(prompt.server, prompt.name, {});
+        return;
+      }
+      // SEP-2243: `x-mcp-header` parameters mirrored into Mcp-Param-* headers, encoded.
+      case 'http-custom-headers': {
+        for (const call of toolCallsOf(context())) await turn.callTool(tool(call.name), call.arguments);
+        return;
+      }
+      // SEP-2243: tools with invalid `x-mcp-header` annotations must never be called, the valid one
+      // must. A model may call anything a turn offers: every offered tool is tried.
+      case 'http-invalid-tool-headers': {
+        tool('valid_tool'); // throws when the library dropped the valid tool as well
+        for (const entry of turn.tools) await tryCall(turn, entry.name, entry.tool === 'valid_tool' ? { region: 'us-west1' } : {});
+        return;
+      }
+      // SEP-2106: discovering a schema with a network `$ref` must not fetch it. Listing is all.
+      case 'json-schema-ref-no-deref':
+        return;
+      // SEP-1613/SEP-2106: the schema as the turn offers it goes back to the server verbatim.
+      case 'json-schema-2020-12-preservation': {
+        const focal = turn.tools.find((entry) => entry.tool === 'json_schema_2020_12_tool');
+        if (!focal) throw new Error(`the server lists no tool "json_schema_2020_12_tool" (it lists ${turn.tools.map((entry) => entry.tool).join(', ')})`);
+        await turn.callTool(tool('json_schema_echo'), { schema: focal.inputSchema });
+        return;
+      }
       default: {
         const first = turn.tools[0];
         if (first) await callWithAuthorization(host, provider, first.name, {}, rounds);

@@ -6,12 +6,17 @@ import test from 'ava';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { conformanceCli, conformanceCliVersion, type ConformanceCliName } from './suite.js';
 
 const PRELOAD = fileURLToPath(new URL('./preload.js', import.meta.url));
 const SHIM = new URL('./node20-fs-shim.js', import.meta.url).href;
 
 async function runWithPreload(script: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', PRELOAD, '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return runNode(['--import', PRELOAD, '--input-type=module', '-e', script]);
+}
+
+async function runNode(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -67,3 +72,13 @@ test('the fs shim is node:fs plus a globSync that refuses clearly', async (t) =>
     message: 'globSync requires Node >= 22; mcp-supervisor only runs the `client` command',
   });
 });
+
+// On Node 20 each CLI's bundle fails to link without the fs shim (top-level `globSync` import);
+// the hook must recognise both package directories, `conformance-next` included.
+for (const cli of ['current', 'next'] as ConformanceCliName[]) {
+  test(`the ${cli} conformance CLI loads under the preload`, async (t) => {
+    const { code, stdout, stderr } = await runNode(['--import', PRELOAD, conformanceCli(cli), '--version']);
+    t.is(code, 0, stderr);
+    t.is(stdout.trim(), conformanceCliVersion(cli));
+  });
+}

@@ -1,6 +1,9 @@
 /**
- * `node --import <dist/test/conformance/preload.js>` preload for the MCP conformance CLI
- * (node_modules/@modelcontextprotocol/conformance/dist/index.js), used by ./suite.ts only.
+ * `node --import <dist/test/conformance/preload.js>` preload for the MCP conformance CLIs
+ * (node_modules/@modelcontextprotocol/conformance/dist/index.js, 0.1.16, and
+ * node_modules/@modelcontextprotocol/conformance-next/dist/index.js, 0.2.0), used by ./suite.ts
+ * only. Both bundles need both parts: 0.2.0 still imports `globSync` at top level, and its scenario
+ * servers still `listen(0)` without a host.
  *
  * 1. On Node < 22 it registers ./node20-fs-hook.ts, which gives the CLI an `fs` with a throwing
  *    `globSync` so that its bundle can load at all (see ./node20-fs-shim.ts).

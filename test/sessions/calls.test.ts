@@ -121,15 +121,20 @@ test('close() during a connect that never completes returns at once and kills th
 
 test('close() settles calls in flight and calls queued behind maxConcurrentCalls with HOST_CLOSED', async (t) => {
   const tag = useFixtureTag(t);
-  const host = newHost(t, { fx: stdioFixtureConfig([], { tag }) }, { sessions: { maxConcurrentCalls: 1 } });
+  const host = newHost(t, { fx: stdioFixtureConfig([], { tag }) }, { sessions: { maxConcurrentCalls: 2 } });
   const turn = await host.beginTurn();
-  t.is(textOf(await turn.callTool('mcp__fx__echo', { text: 'up' })), 'up');
   const running = turn.callTool('mcp__fx__slow', { ms: 600_000 });
+  // `calls` counts requests received; 1 before it means the slow call is running on the server.
+  t.is(structured<{ calls: number }>(await turn.callTool('mcp__fx__calls')).calls, 2);
+  const alsoRunning = turn.callTool('mcp__fx__slow', { ms: 600_000 });
   const queued = turn.callTool('mcp__fx__echo', { text: 'queued' });
   await host.close();
   const inFlight = await callError(t, running, 'HOST_CLOSED');
   t.regex(inFlight.modelText, /may or may not have taken effect/);
-  await callError(t, queued, 'HOST_CLOSED');
+  // Sent or not by the time the host closed: either way HOST_CLOSED, worded by what the pipe saw.
+  await callError(t, alsoRunning, 'HOST_CLOSED');
+  const waiting = await callError(t, queued, 'HOST_CLOSED');
+  t.regex(waiting.modelText, /was not run/);
 });
 
 

@@ -236,3 +236,17 @@ test('loadProfileFile: JSON with comments and trailing commas (VS Code), syntax 
   const missing = await t.throwsAsync(loadProfileFile(path.join(dir, 'nope.json'), { profile: 'p' }));
   t.regex(missing!.message, /nope\.json.*cannot read the file \(ENOENT\)/);
 });
+
+test('protocol: one of the three settings, kept as written; a legacy SSE server only in the 2025-11-25 era; anything else names the field', (t) => {
+  const config = parseProfileConfig(
+    { mcpServers: { a: { url: 'http://127.0.0.1:1/mcp', protocol: '2026-07-28' }, b: { command: 'node', protocol: 'auto' }, c: { url: 'http://127.0.0.1:2/mcp' } } },
+    context,
+  );
+  t.is(config.servers['a']?.protocol, '2026-07-28');
+  t.is(config.servers['b']?.protocol, 'auto');
+  t.false('protocol' in config.servers['c']!, 'absent: the transport default applies');
+  const wrong = invalid(t, { mcpServers: { a: { url: 'http://127.0.0.1:1/mcp', protocol: '2024-11-05' } } });
+  t.regex(wrong.message, /protocol/);
+  const sse = invalid(t, { mcpServers: { legacy: { type: 'sse', url: 'http://127.0.0.1:1/sse', protocol: 'auto' } } });
+  t.regex(sse.message, /legacy.*protocol.*2025-11-25/s);
+});

@@ -21,6 +21,11 @@ class FakeClient {
     return answer.promise;
   }
 
+  /** The old era: tool lists are read page by page with plain requests. */
+  getProtocolEra(): 'legacy' {
+    return 'legacy';
+  }
+
   /** Answers the oldest unanswered request. */
   async answer(result: Record<string, unknown>): Promise<void> {
     const pending = this.requests.find((request) => !request.answer.settled);
