@@ -4,6 +4,7 @@
  */
 import type { Scenario } from '../lib/types.js';
 import { callScenario } from './call.js';
+import { erasScenario } from './eras.js';
 import { eventLoopScenario } from './event-loop.js';
 import { firstCallScenario } from './first-call.js';
 import { firstTurnScenario } from './first-turn.js';
@@ -24,6 +25,7 @@ export const scenarios: readonly Scenario[] = [
   firstTurnScenario,
   firstCallScenario,
   callScenario,
+  erasScenario,
   sharedDiscoveryScenario,
   memoryScenario,
   scaleScenario,
