@@ -5,7 +5,7 @@
  * attempt. Discovery bodies and live sessions both connect through {@link openConnection}, so they
  * see servers, and report failures, the same way.
  */
-import { Client, SSEClientTransport, isJSONRPCRequest } from '@modelcontextprotocol/client';
+import { Client, LOG_LEVEL_META_KEY, SSEClientTransport, isJSONRPCRequest } from '@modelcontextprotocol/client';
 import type { ClientCapabilities, CreateMessageResult, ElicitResult, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import { type ServerConfig, protocolSettingOf } from '../config/types.js';
 import type { ResumableSession } from '../discovery/types.js';
@@ -133,6 +133,12 @@ export class Connection {
     readonly transport: Transport,
     /** Resolves once the server's first `roots/list` has been answered (never, if it does not ask). */
     readonly rootsAnswered: Promise<void> = new Promise(() => undefined),
+    /**
+     * What every request of a caller carries in `params._meta` besides the SDK's own envelope: in
+     * the 2026-07-28 era the host's log level (`io.modelcontextprotocol/logLevel`), which that era
+     * sends per request instead of `logging/setLevel`.
+     */
+    readonly requestMeta?: Readonly<Record<string, unknown>>,
   ) {}
 
   /** The stdio leader's pid. */
@@ -306,7 +312,8 @@ async function connectOnce(server: ServerConfig, side: ClientSide, options: Conn
   if (side.logLevel && !options.resume && client.getProtocolEra() !== 'modern' && client.getServerCapabilities()?.logging) {
     await client.setLoggingLevel(side.logLevel, { timeout: options.connectTimeoutMs }).catch(() => undefined);
   }
-  return new Connection(server, client, transport, rootsAnswered);
+  const requestMeta = side.logLevel && client.getProtocolEra() === 'modern' ? { [LOG_LEVEL_META_KEY]: side.logLevel } : undefined;
+  return new Connection(server, client, transport, rootsAnswered, requestMeta);
 }
 
 /** SIGKILL to a stdio group, or the HTTP transport closed; never throws. */

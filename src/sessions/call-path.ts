@@ -273,7 +273,10 @@ export class CallPath {
       ...(options.onProgress ? { onprogress: options.onProgress, resetTimeoutOnProgress: false } : {}),
     };
     const client = session.client;
-    const withMeta = meta === undefined ? {} : { _meta: meta };
+    // The 2026-07-28 era has no `logging/setLevel`: the host's level travels with each request.
+    const envelope = session.connection.requestMeta;
+    const merged = envelope === undefined ? meta : { ...envelope, ...meta };
+    const withMeta = merged === undefined ? {} : { _meta: merged };
     if (op.kind === 'resource') return this.succeeded(await client.readResource({ uri: op.uri, ...withMeta }, requestOptions));
     if (op.kind === 'prompt') return this.succeeded(await client.getPrompt({ name: op.name, ...(op.args === undefined ? {} : { arguments: op.args }), ...withMeta }, requestOptions));
     // The SDK's callTool, given the tool's input schema from discovery: in the 2026-07-28 era over

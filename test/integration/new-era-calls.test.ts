@@ -19,7 +19,7 @@ import { guardOpenHandles, textOf } from '../sessions/helpers.js';
 
 guardOpenHandles(test);
 
-type Line = { method?: string | null; id?: string | number | null; tool?: string; executed?: string; dropped?: string };
+type Line = { method?: string | null; id?: string | number | null; tool?: string; executed?: string; dropped?: string; logLevel?: string };
 
 async function recorded(file: string): Promise<Line[]> {
   const text = await readFile(file, 'utf8').catch(() => '');
@@ -160,4 +160,14 @@ test('a tool list the server vouches for with ttlMs is re-discovered when it exp
   t.is(await lists(vouching.record), 2, 're-discovered once its list expired');
   t.is(await lists(plain.record), 1, 'the server without ttlMs was left alone');
   t.is((await h.ready('p')).servers.vouching?.status, 'ready');
+});
+
+test('client.logLevel travels with each call in the 2026-07-28 era (it has no logging/setLevel)', async (t) => {
+  const server = await newEraServer(t);
+  const h = host(t, { s: { url: server.url } }, { client: { logLevel: 'warning' } });
+  await h.ready('p');
+  t.is(textOf(await (await h.beginTurn('p')).callTool('mcp__s__echo', { text: 'x' })), 'x');
+  const lines = await recorded(server.record);
+  t.deepEqual(lines.filter((line) => line.method === 'tools/call').map((line) => line.logLevel), ['warning']);
+  t.false(lines.some((line) => line.method === 'logging/setLevel'));
 });
