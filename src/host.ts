@@ -82,7 +82,7 @@ function wire(options: HostOptions, resolved: ResolvedHostOptions, profiles: Pro
     },
     warnings: (key, name) => sides.warnings(key, name),
   });
-  return { profiles, readiness: registry, sessions, driver, auth, logs, events, lifeline, clock };
+  return { profiles, readiness: registry, sessions, driver, auth, logs, events, lifeline, clock, eras };
 }
 
 /** The real discovery: bodies in the pool, shared across profiles whose servers are the same. */

@@ -196,20 +196,27 @@ test.serial('stdio: --drop-stream needs --http (the fixture refuses to start)', 
   await t.throwsAsync(client.connect(transport, { timeout: 10_000 }));
 });
 
+/**
+ * Calls `confirm` with a handler that accepts; checks the handler was asked once, with the
+ * fixture's message and schema, and the answer; returns the server's record.
+ */
+async function confirmAccepted(t: ExecutionContext, kind: Kind, era: Era): Promise<RecordLine[]> {
+  const seen: ElicitRequest['params'][] = [];
+  const { client, record } = await connect(t, kind, era, {
+    elicit: (request) => {
+      seen.push(request.params);
+      return ACCEPT();
+    },
+  });
+  t.is(textOf(await client.callTool({ name: 'confirm', arguments: { what: 'deploy' } })), 'confirmed deploy: {"ok":true}');
+  t.is(seen.length, 1);
+  t.like(seen[0], { message: 'Proceed with deploy?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } });
+  return record();
+}
+
 for (const kind of KINDS) {
   test.serial(`${kind}, modern era: confirm comes back input_required and completes on the client's retry with inputResponses (a fresh request id)`, async (t) => {
-    const seen: ElicitRequest['params'][] = [];
-    const { client, record } = await connect(t, kind, 'modern', {
-      elicit: (request) => {
-        seen.push(request.params);
-        return ACCEPT();
-      },
-    });
-    t.is(textOf(await client.callTool({ name: 'confirm', arguments: { what: 'deploy' } })), 'confirmed deploy: {"ok":true}');
-    t.is(seen.length, 1);
-    t.like(seen[0], { message: 'Proceed with deploy?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } });
-
-    const lines = await record();
+    const lines = await confirmAccepted(t, kind, 'modern');
     const received = calls(lines, 'confirm');
     t.is(received.length, 2, 'the first call and its retry');
     t.not(received[0]?.id, received[1]?.id);
@@ -244,18 +251,7 @@ for (const kind of KINDS) {
 }
 
 test.serial('stdio, legacy era: confirm sends a real elicitation/create; the SDK re-enters the handler with the answer under the same request id', async (t) => {
-  const seen: ElicitRequest['params'][] = [];
-  const { client, record } = await connect(t, 'stdio', 'legacy', {
-    elicit: (request) => {
-      seen.push(request.params);
-      return ACCEPT();
-    },
-  });
-  t.is(textOf(await client.callTool({ name: 'confirm', arguments: { what: 'deploy' } })), 'confirmed deploy: {"ok":true}');
-  t.is(seen.length, 1);
-  t.like(seen[0], { message: 'Proceed with deploy?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } });
-
-  const lines = await record();
+  const lines = await confirmAccepted(t, 'stdio', 'legacy');
   const received = calls(lines, 'confirm');
   t.is(received.length, 1);
   t.deepEqual(

@@ -13,7 +13,7 @@ import { type ExitInfo, ProcessGroupStdioTransport } from '../process/stdio-tran
 import { connectPhaseCode } from './classify.js';
 import type { ClientSide, ElicitParams, SamplingParams } from './client-side.js';
 import { currentDelivery } from './delivery.js';
-import { type EraVerdict, type ProtocolEra, isEraMismatch, negotiationFor, priorFor, verdictOf } from './era.js';
+import { type EraVerdict, type ProtocolEra, isEraMismatch, isMethodNotFound, negotiationFor, priorFor, verdictOf } from './era.js';
 import { TrackedHttpTransport } from './http-transport.js';
 import { MAX_LIST_PAGES } from './limits.js';
 
@@ -48,6 +48,12 @@ export interface ConnectOptions {
   era?: EraVerdict;
   /** A cached era turned out stale (the server refused it): the attempt probes again. */
   onStaleEra?(): void;
+  /**
+   * When a cached 2026-07-28 verdict is adopted (a connect that sends nothing), ask the server
+   * `server/discover` before the connection counts as open: a session must prove the server is
+   * there and still speaks the era. Discovery does not need it (its listing is the proof).
+   */
+  verifyAdoptedEra?: boolean;
 }
 
 /** The SDK client every connection uses (the v2 client, which speaks both protocol eras). */
@@ -225,7 +231,7 @@ export async function openConnection(server: ServerConfig, side: ClientSide, opt
   } catch (error) {
     if (options.signal?.aborted || !(error instanceof ConnectError)) throw error;
     // A cached era the server no longer speaks: forget it and negotiate afresh, once.
-    if (prior !== undefined && isEraMismatch(error.cause)) {
+    if (prior !== undefined && (isEraMismatch(error.cause) || (prior.kind === 'modern' && isMethodNotFound(error.cause)))) {
       options.onStaleEra?.();
       return connectOnce(server, side, options, undefined);
     }
@@ -291,6 +297,7 @@ async function connectOnce(server: ServerConfig, side: ClientSide, options: Conn
       ...(options.signal ? { signal: options.signal } : {}),
       ...(prior ? { prior } : {}),
     });
+    if (prior?.kind === 'modern' && options.verifyAdoptedEra) await client.discover({ timeout: options.connectTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
   } catch (error) {
     if (transport instanceof ProcessGroupStdioTransport) {
       if (!options.signal?.aborted && !transport.exit && transport.pid !== undefined) {

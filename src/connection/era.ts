@@ -70,3 +70,8 @@ export function isEraMismatch(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === UNSUPPORTED_PROTOCOL_VERSION_CODE;
 }
+
+/** True for a server's "method not found" (-32601): asked `server/discover`, an old server says so. */
+export function isMethodNotFound(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === -32601;
+}

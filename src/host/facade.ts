@@ -3,6 +3,7 @@
  * canonical key and delegates to readiness or the session layer. Methods are closures (not class
  * methods) so a host's methods may be passed around unbound, as they always could.
  */
+import type { EraCache } from '../connection/era-cache.js';
 import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Clock } from '../clock.js';
 import { withDeadline } from '../deadline.js';
@@ -35,6 +36,7 @@ export interface HostParts {
   events: TypedEmitter<HostEvents>;
   lifeline: Lifeline;
   clock: Clock;
+  eras: EraCache;
 }
 
 /** The host over its parts. */
@@ -165,7 +167,7 @@ async function finishAuth({ profiles, readiness, sessions, auth }: HostParts, re
   return readiness.rediscover(key, [serverName], 'authorization finished', waitOptions);
 }
 
-function lifecycleMethods({ profiles, readiness, sessions, driver, auth, logs, events, lifeline }: HostParts): Pick<Host, 'stats' | 'on' | 'profileKey' | 'close'> {
+function lifecycleMethods({ profiles, readiness, sessions, driver, auth, logs, events, lifeline, eras }: HostParts): Pick<Host, 'stats' | 'on' | 'profileKey' | 'close'> {
   let closing: Promise<void> | undefined;
   return {
     stats(): HostStats {
@@ -175,6 +177,7 @@ function lifecycleMethods({ profiles, readiness, sessions, driver, auth, logs, e
         sessions: sessions.stats(),
         outputSchemas: outputValidationStats(),
         logsDropped: logs.dropped,
+        protocolEras: eras.stats(),
       });
     },
     on(event, listener) {

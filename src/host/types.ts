@@ -2,6 +2,7 @@
  * The public types of a host: its options, its events, its statistics and the {@link Host}
  * interface itself. `src/host.ts` re-exports them next to `createHost`.
  */
+import type { EraCacheStats } from '../connection/era-cache.js';
 import type { CallToolResult, GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Clock } from '../clock.js';
 import type { AuthProviderFactory, AuthRequiredEvent } from '../client/auth.js';
@@ -123,6 +124,8 @@ export interface HostStats {
   outputSchemas: { compiled: number; uncompilable: number };
   /** Server log lines dropped by the per-server rate bound. */
   logsDropped: number;
+  /** The protocol-era cache: verdicts held, verdicts dropped as stale, and why its file failed, if it did. */
+  protocolEras: EraCacheStats;
 }
 
 /** A running host. */

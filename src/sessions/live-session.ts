@@ -151,6 +151,8 @@ export class LiveSession {
       ...(options.markerEnv === undefined ? {} : { markerEnv: options.markerEnv }),
       ...(era === undefined ? {} : { era }),
       onStaleEra: () => options.eras?.forget(server),
+      // A session's connect must prove the server is there (the connect loop relies on it).
+      verifyAdoptedEra: true,
       onLeaderExit: (_pid, exit) => session?.died(exit, options),
       onSessionLost: () => {
         if (session?.alive) options.onLost?.(session);

@@ -25,87 +25,19 @@
  */
 import { ClientCredentialsProvider, PrivateKeyJwtProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createHost, isMcpSupervisorError } from '../../src/index.js';
 import type { Host, HostOptions, ReadinessView, Turn } from '../../src/index.js';
+import { HeadlessOAuthProvider, type HeadlessProviderOptions, REDIRECT_URL } from './headless-provider.js';
 
 const SERVER = 's';
 /** The client id metadata document URL the suite's CIMD scenarios expect a client to offer. */
 const CIMD_URL = 'https://conformance-test.local/client-metadata.json';
-const REDIRECT_URL = 'http://localhost:3000/callback';
 /** A host asks its user at most this many times per call (the suite's retry-limit scenario checks ≤ 3). */
 const MAX_AUTHORIZATION_ROUNDS = 2;
 
-/** An OAuth provider that plays the user agent: it follows the authorization URL and keeps the callback. */
-class BrowserlessProvider implements OAuthClientProvider {
-  private information: OAuthClientInformationMixed | undefined;
-  private saved: OAuthTokens | undefined;
-  private verifier: string | undefined;
-  /** The callback query of the last authorization (`code`, maybe `iss`), until it is handed to `finishAuth`. */
-  private callback: URLSearchParams | undefined;
-
-  constructor(
-    readonly clientMetadataUrl: string | undefined,
-    preRegistered?: OAuthClientInformationMixed,
-  ) {
-    this.information = preRegistered;
-  }
-
-  get redirectUrl(): string {
-    return REDIRECT_URL;
-  }
-
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'mcp-supervisor conformance client',
-      redirect_uris: [REDIRECT_URL],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-
-  clientInformation(): OAuthClientInformationMixed | undefined {
-    return this.information;
-  }
-
-  saveClientInformation(information: OAuthClientInformationMixed): void {
-    this.information = information;
-  }
-
-  tokens(): OAuthTokens | undefined {
-    return this.saved;
-  }
-
-  saveTokens(tokens: OAuthTokens): void {
-    this.saved = tokens;
-  }
-
-  async redirectToAuthorization(authorizationUrl: URL): Promise<void> {
-    const response = await fetch(authorizationUrl, { redirect: 'manual' });
-    await response.body?.cancel();
-    const location = response.headers.get('location');
-    if (!location) throw new Error(`the authorization endpoint answered ${response.status} without a redirect`);
-    const callback = new URL(location, authorizationUrl).searchParams;
-    if (!callback.get('code')) throw new Error('the authorization redirect carried no code');
-    this.callback = callback;
-  }
-
-  saveCodeVerifier(verifier: string): void {
-    this.verifier = verifier;
-  }
-
-  codeVerifier(): string {
-    if (this.verifier === undefined) throw new Error('no code verifier saved');
-    return this.verifier;
-  }
-
-  /** Takes the pending callback query, once. */
-  takeCallback(): URLSearchParams | undefined {
-    const callback = this.callback;
-    this.callback = undefined;
-    return callback;
-  }
+/** The provider that plays the user's browser (see ./headless-provider.ts). */
+function browserless(options: Omit<HeadlessProviderOptions, 'clientName'>): HeadlessOAuthProvider {
+  return new HeadlessOAuthProvider({ clientName: 'mcp-supervisor conformance client', tokenEndpointAuthMethod: 'none', ...options });
 }
 
 type Context = Record<string, unknown>;
@@ -141,10 +73,10 @@ function providerFor(scenario: string, ctx: Context): OAuthClientProvider | unde
     return new PrivateKeyJwtProvider({ clientId: required(ctx, 'client_id'), privateKey: required(ctx, 'private_key_pem'), algorithm: typeof algorithm === 'string' ? algorithm : 'ES256' });
   }
   if (scenario === 'auth/pre-registration') {
-    return new BrowserlessProvider(undefined, { client_id: required(ctx, 'client_id'), client_secret: required(ctx, 'client_secret'), redirect_uris: [REDIRECT_URL] });
+    return browserless({ preRegistered: { client_id: required(ctx, 'client_id'), client_secret: required(ctx, 'client_secret'), redirect_uris: [REDIRECT_URL] } });
   }
   if (scenario === 'auth/cross-app-access-complete-flow') return undefined;
-  if (scenario.startsWith('auth/')) return new BrowserlessProvider(CIMD_URL);
+  if (scenario.startsWith('auth/')) return browserless({ clientMetadataUrl: CIMD_URL });
   return undefined;
 }
 
@@ -192,7 +124,7 @@ function completeAuthorization(host: Host, callback: URLSearchParams): Promise<R
 /** What a host's OAuth callback does: hand the user's code back, as many rounds as the user allows. */
 async function authorizeIfAsked(host: Host, provider: OAuthClientProvider | undefined, view: ReadinessView, rounds: { left: number }): Promise<ReadinessView> {
   let current = view;
-  while (current.servers[SERVER]?.status === 'auth_required' && provider instanceof BrowserlessProvider && rounds.left > 0) {
+  while (current.servers[SERVER]?.status === 'auth_required' && provider instanceof HeadlessOAuthProvider && rounds.left > 0) {
     const callback = provider.takeCallback();
     if (!callback) break;
     rounds.left--;
@@ -209,7 +141,7 @@ async function callWithAuthorization(host: Host, provider: OAuthClientProvider |
       await turn.callTool(name, args);
       return;
     } catch (error) {
-      if (!isMcpSupervisorError(error) || error.code !== 'AUTH_REQUIRED' || !(provider instanceof BrowserlessProvider) || rounds.left <= 0) throw error;
+      if (!isMcpSupervisorError(error) || error.code !== 'AUTH_REQUIRED' || !(provider instanceof HeadlessOAuthProvider) || rounds.left <= 0) throw error;
       const callback = provider.takeCallback();
       if (!callback) throw error;
       rounds.left--;

@@ -1,7 +1,8 @@
 /**
  * `npm run conformance`: the official MCP conformance client suites, each run against a bare SDK
  * baseline and against mcp-supervisor (./client.ts, the public API), printed side by side:
- * - @modelcontextprotocol/conformance 0.1.16 (2025 era): bare SDK v1 (./sdk-client.ts) vs ours;
+ * - @modelcontextprotocol/conformance 0.1.16 (2025 era): bare SDK v1 (./sdk-client.ts) and bare SDK
+ *   v2 (./sdk-v2-client.ts, legacy era: the SDK the library is built on) vs ours;
  * - the 0.2.0 pre-release (`conformance-next`) at `--spec-version 2026-07-28`: bare SDK v2
  *   (./sdk-v2-client.ts, era negotiated automatically) vs ours.
  * `npm test` runs the mcp-supervisor halves (conformance.test.ts).
@@ -26,7 +27,7 @@ const comparisons: Record<'2025' | '2026', Comparison> = {
   '2025': {
     title: `@modelcontextprotocol/conformance ${conformanceCliVersion('current')}, every client scenario`,
     selection: { cli: 'current' },
-    clients: { 'bare SDK v1': file('./sdk-client.js'), 'mcp-supervisor': file('./client.js') },
+    clients: { 'bare SDK v1': file('./sdk-client.js'), 'bare SDK v2': file('./sdk-v2-client.js'), 'mcp-supervisor': file('./client.js') },
   },
   '2026': {
     title: `@modelcontextprotocol/conformance ${conformanceCliVersion('next')} --spec-version 2026-07-28`,
@@ -69,4 +70,5 @@ let ok = true;
 for (const [key, comparison] of Object.entries(comparisons)) {
   if (only === undefined || only === key) ok = (await compare(comparison)) && ok;
 }
+// Exit 1 when any client failed a scenario: a report, not a verdict on the library (npm test is).
 process.exitCode = ok ? 0 : 1;

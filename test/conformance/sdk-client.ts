@@ -18,15 +18,19 @@ import {
   type OAuthClientProvider,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ClientCredentialsProvider, PrivateKeyJwtProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { HeadlessOAuthProvider, type HeadlessProviderOptions, REDIRECT_URL } from './headless-provider.js';
 
 const CLIENT_INFO = { name: 'mcp-supervisor-sdk-baseline', version: '1.0.0' };
 /** The URL the suite expects as client_id when the authorization server supports CIMD (SEP-991). */
 const CIMD_CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
-const REDIRECT_URL = 'http://localhost:3000/callback';
 /** More authorization round trips than this in one run is a loop, not a flow (auth/scope-retry-limit). */
 const MAX_AUTHORIZATIONS = 3;
+
+/** The headless provider of this baseline (see ./headless-provider.ts). */
+function headless(options: Omit<HeadlessProviderOptions, 'clientName' | 'maxAuthorizations' | 'log'>): HeadlessOAuthProvider {
+  return new HeadlessOAuthProvider({ clientName: CLIENT_INFO.name, maxAuthorizations: MAX_AUTHORIZATIONS, log, ...options });
+}
 
 const log = (...parts: unknown[]): void => {
   if (process.env.CONFORMANCE_CLIENT_VERBOSE) console.error('[sdk-client]', ...parts);
@@ -54,85 +58,6 @@ function required(ctx: Context, key: keyof Context): string {
   const value = ctx[key];
   if (typeof value !== 'string' || value === '') throw new Error(`MCP_CONFORMANCE_CONTEXT has no ${key}`);
   return value;
-}
-
-/**
- * Authorization-code provider for a headless client: "redirecting the user agent" is a fetch of the
- * authorization URL that does not follow the redirect; the code is read off its Location header and
- * kept until {@link takeAuthorizationCode}. Everything is stored exactly as the SDK hands it over.
- */
-class HeadlessOAuthProvider implements OAuthClientProvider {
-  private info: OAuthClientInformationMixed | undefined;
-  private savedTokens: OAuthTokens | undefined;
-  private verifier: string | undefined;
-  private pendingCode: string | undefined;
-  private authorizations = 0;
-
-  constructor(
-    readonly clientMetadataUrl: string | undefined,
-    preRegistered?: OAuthClientInformationMixed,
-  ) {
-    this.info = preRegistered;
-  }
-
-  get redirectUrl(): string {
-    return REDIRECT_URL;
-  }
-
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: CLIENT_INFO.name,
-      redirect_uris: [REDIRECT_URL],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-    };
-  }
-
-  clientInformation(): OAuthClientInformationMixed | undefined {
-    return this.info;
-  }
-
-  saveClientInformation(info: OAuthClientInformationMixed): void {
-    this.info = info;
-  }
-
-  tokens(): OAuthTokens | undefined {
-    return this.savedTokens;
-  }
-
-  saveTokens(tokens: OAuthTokens): void {
-    this.savedTokens = tokens;
-  }
-
-  saveCodeVerifier(verifier: string): void {
-    this.verifier = verifier;
-  }
-
-  codeVerifier(): string {
-    if (this.verifier === undefined) throw new Error('no PKCE code verifier saved');
-    return this.verifier;
-  }
-
-  async redirectToAuthorization(authorizationUrl: URL): Promise<void> {
-    if (++this.authorizations > MAX_AUTHORIZATIONS) {
-      throw new Error(`giving up after ${MAX_AUTHORIZATIONS} authorization requests`);
-    }
-    log('authorizing at', authorizationUrl.href);
-    const response = await fetch(authorizationUrl, { redirect: 'manual' });
-    await response.body?.cancel();
-    const location = response.headers.get('location');
-    if (!location) throw new Error(`authorization endpoint answered ${response.status} without a redirect`);
-    const code = new URL(location, authorizationUrl).searchParams.get('code');
-    if (!code) throw new Error(`authorization redirect carries no code: ${location}`);
-    this.pendingCode = code;
-  }
-
-  /** The code of the last authorization redirect, once. */
-  takeAuthorizationCode(): string | undefined {
-    const code = this.pendingCode;
-    this.pendingCode = undefined;
-    return code;
-  }
 }
 
 /** A connected client; `run` retries an operation after completing an authorization it triggered. */
@@ -170,7 +95,7 @@ async function connect(serverUrl: string, options: ConnectOptions = {}): Promise
       await client.connect(transport);
       break;
     } catch (error) {
-      const code = error instanceof UnauthorizedError ? headless?.takeAuthorizationCode() : undefined;
+      const code = error instanceof UnauthorizedError ? headless?.takeCallback()?.get('code') ?? undefined : undefined;
       if (code === undefined) throw error;
       // The failed connect closed this transport and client: finish the authorization on it, then
       // start over with fresh ones that pick up the tokens from the provider.
@@ -187,7 +112,7 @@ async function connect(serverUrl: string, options: ConnectOptions = {}): Promise
         try {
           return await operation();
         } catch (error) {
-          const code = error instanceof UnauthorizedError ? headless?.takeAuthorizationCode() : undefined;
+          const code = error instanceof UnauthorizedError ? headless?.takeCallback()?.get('code') ?? undefined : undefined;
           if (code === undefined) throw error;
           await transport.finishAuth(code);
         }
@@ -241,7 +166,7 @@ async function getJson(url: URL): Promise<Record<string, unknown>> {
 type Handler = (serverUrl: string) => Promise<void>;
 
 const authorizationCodeFlow: Handler = async (serverUrl) => {
-  const provider = new HeadlessOAuthProvider(CIMD_CLIENT_METADATA_URL);
+  const provider = headless({ clientMetadataUrl: CIMD_CLIENT_METADATA_URL });
   await listAndCall(await connect(serverUrl, { authProvider: provider }), { name: 'test-tool', arguments: {} });
 };
 
@@ -270,11 +195,13 @@ const handlers: Record<string, Handler> = {
   'auth/pre-registration': async (serverUrl) => {
     const ctx = context();
     const issuer = await advertisedIssuer(serverUrl);
-    const provider = new HeadlessOAuthProvider(undefined, {
+    const provider = headless({
+      preRegistered: {
       client_id: required(ctx, 'client_id'),
       client_secret: required(ctx, 'client_secret'),
       redirect_uris: [REDIRECT_URL],
       issuer,
+      },
     });
     await listAndCall(await connect(serverUrl, { authProvider: provider }));
   },

@@ -26,19 +26,21 @@ import {
   UnauthorizedError,
   discoverOAuthProtectedResourceMetadata,
   type ClientCapabilities,
-  type OAuthClientMetadata,
   type OAuthClientProvider,
-  type StoredOAuthClientInformation,
-  type StoredOAuthTokens,
   type VersionNegotiationMode,
 } from '@modelcontextprotocol/client';
+import { HeadlessOAuthProvider, type HeadlessProviderOptions, REDIRECT_URL } from './headless-provider.js';
 
 const CLIENT_INFO = { name: 'mcp-supervisor-sdk-v2-baseline', version: '1.0.0' };
 /** The URL the suite expects as client_id when the authorization server supports CIMD (SEP-991). */
 const CIMD_CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
-const REDIRECT_URL = 'http://localhost:3000/callback';
 /** More authorization round trips than this in one run is a loop, not a flow (auth/scope-retry-limit). */
 const MAX_AUTHORIZATIONS = 3;
+
+/** The headless provider of this baseline (see ./headless-provider.ts). */
+function headless(options: Omit<HeadlessProviderOptions, 'clientName' | 'maxAuthorizations' | 'log'>): HeadlessOAuthProvider {
+  return new HeadlessOAuthProvider({ clientName: CLIENT_INFO.name, maxAuthorizations: MAX_AUTHORIZATIONS, log, ...options });
+}
 const MODERN = '2026-07-28';
 
 const log = (...parts: unknown[]): void => {
@@ -72,86 +74,6 @@ function required(ctx: Context, key: 'client_id' | 'client_secret' | 'private_ke
   const value = ctx[key];
   if (typeof value !== 'string' || value === '') throw new Error(`MCP_CONFORMANCE_CONTEXT has no ${key}`);
   return value;
-}
-
-/**
- * Authorization-code provider for a headless client: "redirecting the user agent" is a fetch of the
- * authorization URL that does not follow the redirect; the callback query (code, and iss when the
- * authorization server sends one) is read off its Location header and kept until
- * {@link takeCallback}. Everything else is stored exactly as the SDK hands it over.
- */
-class HeadlessOAuthProvider implements OAuthClientProvider {
-  private info: StoredOAuthClientInformation | undefined;
-  private savedTokens: StoredOAuthTokens | undefined;
-  private verifier: string | undefined;
-  private pendingCallback: URLSearchParams | undefined;
-  private authorizations = 0;
-
-  constructor(
-    readonly clientMetadataUrl: string | undefined,
-    preRegistered?: StoredOAuthClientInformation,
-  ) {
-    this.info = preRegistered;
-  }
-
-  get redirectUrl(): string {
-    return REDIRECT_URL;
-  }
-
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: CLIENT_INFO.name,
-      redirect_uris: [REDIRECT_URL],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-    };
-  }
-
-  clientInformation(): StoredOAuthClientInformation | undefined {
-    return this.info;
-  }
-
-  saveClientInformation(info: StoredOAuthClientInformation): void {
-    this.info = info;
-  }
-
-  tokens(): StoredOAuthTokens | undefined {
-    return this.savedTokens;
-  }
-
-  saveTokens(tokens: StoredOAuthTokens): void {
-    this.savedTokens = tokens;
-  }
-
-  saveCodeVerifier(verifier: string): void {
-    this.verifier = verifier;
-  }
-
-  codeVerifier(): string {
-    if (this.verifier === undefined) throw new Error('no PKCE code verifier saved');
-    return this.verifier;
-  }
-
-  async redirectToAuthorization(authorizationUrl: URL): Promise<void> {
-    if (++this.authorizations > MAX_AUTHORIZATIONS) {
-      throw new Error(`giving up after ${MAX_AUTHORIZATIONS} authorization requests`);
-    }
-    log('authorizing at', authorizationUrl.href);
-    const response = await fetch(authorizationUrl, { redirect: 'manual' });
-    await response.body?.cancel();
-    const location = response.headers.get('location');
-    if (!location) throw new Error(`authorization endpoint answered ${response.status} without a redirect`);
-    const callback = new URL(location, authorizationUrl).searchParams;
-    if (!callback.get('code')) throw new Error(`authorization redirect carries no code: ${location}`);
-    this.pendingCallback = callback;
-  }
-
-  /** The callback query of the last authorization redirect, once. */
-  takeCallback(): URLSearchParams | undefined {
-    const callback = this.pendingCallback;
-    this.pendingCallback = undefined;
-    return callback;
-  }
 }
 
 /** A connected client; `run` retries an operation after completing an authorization it triggered. */
@@ -244,7 +166,7 @@ async function advertisedIssuer(serverUrl: string): Promise<string> {
 type Handler = (serverUrl: string) => Promise<void>;
 
 const authorizationCodeFlow: Handler = (serverUrl) =>
-  withSession(serverUrl, { authProvider: new HeadlessOAuthProvider(CIMD_CLIENT_METADATA_URL) }, listAndCall({ name: 'test-tool', arguments: {} }));
+  withSession(serverUrl, { authProvider: headless({ clientMetadataUrl: CIMD_CLIENT_METADATA_URL }) }, listAndCall({ name: 'test-tool', arguments: {} }));
 
 const handlers: Record<string, Handler> = {
   initialize: (serverUrl) => withSession(serverUrl, {}, listAndCall()),
@@ -361,11 +283,13 @@ const handlers: Record<string, Handler> = {
 
   'auth/pre-registration': async (serverUrl) => {
     const ctx = context();
-    const provider = new HeadlessOAuthProvider(undefined, {
+    const provider = headless({
+      preRegistered: {
       client_id: required(ctx, 'client_id'),
       client_secret: required(ctx, 'client_secret'),
       redirect_uris: [REDIRECT_URL],
       issuer: await advertisedIssuer(serverUrl),
+      },
     });
     await withSession(serverUrl, { authProvider: provider }, listAndCall());
   },

@@ -28,14 +28,20 @@ async function scratch(t: import('ava').ExecutionContext): Promise<string> {
   return dir;
 }
 
-/** The methods a recording era fixture received, in order. */
-async function recordedMethods(file: string): Promise<string[]> {
+/**
+ * The `server/discover` requests a recording era fixture received: the SDK's era probes (ids
+ * `server-discover-probe-<n>`) and the liveness checks of sessions that adopted a cached verdict.
+ */
+async function discoverRequests(file: string): Promise<{ probes: number; livenessChecks: number }> {
   const text = await readFile(file, 'utf8').catch(() => '');
-  return text
+  const ids = text
     .split('\n')
     .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as { method?: string | null })
-    .flatMap((entry) => (typeof entry.method === 'string' ? [entry.method] : []));
+    .map((line) => JSON.parse(line) as { method?: string | null; id?: unknown })
+    .filter((entry) => entry.method === 'server/discover')
+    .map((entry) => String(entry.id));
+  const probes = ids.filter((id) => id.startsWith('server-discover-probe')).length;
+  return { probes, livenessChecks: ids.length - probes };
 }
 
 const OLD_ERA = '2025-11-25';
@@ -94,7 +100,7 @@ test('a new-era-only stdio server left at the default era fails alone, naming th
   t.is(server.message, 'the server does not speak MCP 2025-11-25 (it speaks 2026-07-28): set "protocol": "2026-07-28" (or "auto") on this server to speak its era');
 });
 
-test('the era of each server is probed once: a restarted host with the same protocolCache adopts it (no `server/discover` again), sessions included', async (t) => {
+test('the era of each server is probed once: a restarted host with the same protocolCache adopts it (no probe again, sessions included; a session that adopted it checks liveness with server/discover)', async (t) => {
   const tag = useFixtureTag(t);
   const dir = await scratch(t);
   const record = path.join(dir, 'new-http.jsonl');
@@ -109,8 +115,11 @@ test('the era of each server is probed once: a restarted host with the same prot
   t.is(firstView.status, 'ready', JSON.stringify(firstView.servers));
   t.is(textOf(await (await first.beginTurn('p')).callTool('mcp__newHttp__echo', { text: 'one' })), 'one');
   t.is(textOf(await (await first.beginTurn('p')).callTool('mcp__oldHttp__echo', { text: 'one' })), 'one');
+  t.like(first.stats().protocolEras, { entries: 2, stale: 0 });
+  t.false('fileError' in first.stats().protocolEras);
   await first.close();
-  const probesOfNew = (await recordedMethods(record)).filter((method) => method === 'server/discover').length;
+  const firstRun = await discoverRequests(record);
+  const probesOfNew = firstRun.probes;
   const probesOfOld = (await oldHttp.stats()).discovers;
   t.is(probesOfNew, 1, 'discovery probed the new-era server once; its session adopted the verdict');
   t.is(probesOfOld, 1, 'discovery probed the old-era server once; its session adopted the verdict');
@@ -125,7 +134,9 @@ test('the era of each server is probed once: a restarted host with the same prot
   const turn = await second.beginTurn('p');
   t.is(textOf(await turn.callTool('mcp__newHttp__echo', { text: 'two' })), 'two');
   t.is(textOf(await turn.callTool('mcp__oldHttp__echo', { text: 'two' })), 'two');
-  t.is((await recordedMethods(record)).filter((method) => method === 'server/discover').length, probesOfNew, 'the restarted host did not probe the new-era server');
+  const secondRun = await discoverRequests(record);
+  t.is(secondRun.probes, probesOfNew, 'the restarted host did not probe the new-era server');
+  t.true(secondRun.livenessChecks > firstRun.livenessChecks, 'its session, which adopted the verdict, asked server/discover whether the server is there');
   t.is((await oldHttp.stats()).discovers, probesOfOld, 'nor the old-era one');
 });
 
