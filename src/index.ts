@@ -12,5 +12,6 @@ export type { SupervisorEvents, SupervisorStats } from './sessions/supervisor.js
 export type { BreakerOptions, BreakerState } from './sessions/breaker.js';
 export type { DiscoveryOptions, DiscoveryStats, QuiesceRung } from './discovery/coordinator.js';
 export type { FailureKind, ServerFailure, DiscoveryTimings } from './discovery/types.js';
+export type { EraCacheStats } from './connection/era-cache.js';
 export { type Clock, type TimerHandle, systemClock } from './clock.js';
 export * from './config/index.js';

@@ -1,5 +1,6 @@
 /** The config model: parsing, loading, canonical profile keys, fingerprints, redaction. */
-export type { ProfileConfig, ServerConfig, StdioServerConfig, HttpServerConfig, TransportKind, CommonServerOptions } from './types.js';
+export type { ProfileConfig, ServerConfig, StdioServerConfig, HttpServerConfig, TransportKind, CommonServerOptions, ProtocolSetting } from './types.js';
+export { protocolSettingOf } from './types.js';
 export { parseProfileConfig, isParsedProfileConfig, invalidConfigError, type ParseContext, type ConfigIssue } from './parse.js';
 export { loadProfileFile, parseJsonDocument, stripJsonComments } from './load.js';
 export { expandVariables, ExpansionError, type Environment } from './expand.js';

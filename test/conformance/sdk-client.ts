@@ -19,22 +19,13 @@ import {
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ClientCredentialsProvider, PrivateKeyJwtProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { HeadlessOAuthProvider, type HeadlessProviderOptions, REDIRECT_URL } from './headless-provider.js';
+import { type Handler, CIMD_CLIENT_METADATA_URL, advertisedIssuer, baseline, requiredField, scenarioContext } from './baseline.js';
+import { HeadlessOAuthProvider, REDIRECT_URL } from './headless-provider.js';
 
 const CLIENT_INFO = { name: 'mcp-supervisor-sdk-baseline', version: '1.0.0' };
-/** The URL the suite expects as client_id when the authorization server supports CIMD (SEP-991). */
-const CIMD_CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
-/** More authorization round trips than this in one run is a loop, not a flow (auth/scope-retry-limit). */
-const MAX_AUTHORIZATIONS = 3;
+const kit = baseline('sdk-client', CLIENT_INFO.name);
 
-/** The headless provider of this baseline (see ./headless-provider.ts). */
-function headless(options: Omit<HeadlessProviderOptions, 'clientName' | 'maxAuthorizations' | 'log'>): HeadlessOAuthProvider {
-  return new HeadlessOAuthProvider({ clientName: CLIENT_INFO.name, maxAuthorizations: MAX_AUTHORIZATIONS, log, ...options });
-}
 
-const log = (...parts: unknown[]): void => {
-  if (process.env.CONFORMANCE_CLIENT_VERBOSE) console.error('[sdk-client]', ...parts);
-};
 
 /** Scenario context handed over by the CLI in MCP_CONFORMANCE_CONTEXT (fields differ per scenario). */
 interface Context {
@@ -48,17 +39,7 @@ interface Context {
   idp_token_endpoint?: string;
 }
 
-function context(): Context {
-  const raw = process.env.MCP_CONFORMANCE_CONTEXT;
-  if (!raw) throw new Error('MCP_CONFORMANCE_CONTEXT is not set');
-  return JSON.parse(raw) as Context;
-}
 
-function required(ctx: Context, key: keyof Context): string {
-  const value = ctx[key];
-  if (typeof value !== 'string' || value === '') throw new Error(`MCP_CONFORMANCE_CONTEXT has no ${key}`);
-  return value;
-}
 
 /** A connected client; `run` retries an operation after completing an authorization it triggered. */
 interface Session {
@@ -127,10 +108,10 @@ async function connect(serverUrl: string, options: ConnectOptions = {}): Promise
 async function listAndCall(session: Session, call?: { name: string; arguments: Record<string, unknown> }): Promise<void> {
   try {
     const { tools } = await session.run(() => session.client.listTools());
-    log('tools:', tools.map((tool) => tool.name).join(', '));
+    kit.log('tools:', tools.map((tool) => tool.name).join(', '));
     if (call) {
       const result = await session.run(() => session.client.callTool(call));
-      log('result:', JSON.stringify(result));
+      kit.log('result:', JSON.stringify(result));
     }
   } finally {
     await session.close();
@@ -138,12 +119,6 @@ async function listAndCall(session: Session, call?: { name: string; arguments: R
 }
 
 /** Issuer the MCP server's protected resource metadata points at (for credentials bound to it). */
-async function advertisedIssuer(serverUrl: string): Promise<string> {
-  const metadata = await discoverOAuthProtectedResourceMetadata(serverUrl);
-  const issuer = metadata.authorization_servers?.[0];
-  if (!issuer) throw new Error('protected resource metadata names no authorization server');
-  return issuer;
-}
 
 async function postForm(url: string, params: Record<string, string>, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
   const response = await fetch(url, {
@@ -163,10 +138,9 @@ async function getJson(url: URL): Promise<Record<string, unknown>> {
   return JSON.parse(text) as Record<string, unknown>;
 }
 
-type Handler = (serverUrl: string) => Promise<void>;
 
 const authorizationCodeFlow: Handler = async (serverUrl) => {
-  const provider = headless({ clientMetadataUrl: CIMD_CLIENT_METADATA_URL });
+  const provider = kit.headless({ clientMetadataUrl: CIMD_CLIENT_METADATA_URL });
   await listAndCall(await connect(serverUrl, { authProvider: provider }), { name: 'test-tool', arguments: {} });
 };
 
@@ -193,12 +167,12 @@ const handlers: Record<string, Handler> = {
   'sse-retry': async (serverUrl) => listAndCall(await connect(serverUrl), { name: 'test_reconnection', arguments: {} }),
 
   'auth/pre-registration': async (serverUrl) => {
-    const ctx = context();
+    const ctx = scenarioContext<Context>();
     const issuer = await advertisedIssuer(serverUrl);
-    const provider = headless({
+    const provider = kit.headless({
       preRegistered: {
-      client_id: required(ctx, 'client_id'),
-      client_secret: required(ctx, 'client_secret'),
+      client_id: requiredField(ctx, 'client_id'),
+      client_secret: requiredField(ctx, 'client_secret'),
       redirect_uris: [REDIRECT_URL],
       issuer,
       },
@@ -207,20 +181,20 @@ const handlers: Record<string, Handler> = {
   },
 
   'auth/client-credentials-basic': async (serverUrl) => {
-    const ctx = context();
+    const ctx = scenarioContext<Context>();
     const provider = new ClientCredentialsProvider({
-      clientId: required(ctx, 'client_id'),
-      clientSecret: required(ctx, 'client_secret'),
+      clientId: requiredField(ctx, 'client_id'),
+      clientSecret: requiredField(ctx, 'client_secret'),
       expectedIssuer: await advertisedIssuer(serverUrl),
     });
     await listAndCall(await connect(serverUrl, { authProvider: provider }));
   },
 
   'auth/client-credentials-jwt': async (serverUrl) => {
-    const ctx = context();
+    const ctx = scenarioContext<Context>();
     const provider = new PrivateKeyJwtProvider({
-      clientId: required(ctx, 'client_id'),
-      privateKey: required(ctx, 'private_key_pem'),
+      clientId: requiredField(ctx, 'client_id'),
+      privateKey: requiredField(ctx, 'private_key_pem'),
       algorithm: ctx.signing_algorithm ?? 'ES256',
       expectedIssuer: await advertisedIssuer(serverUrl),
     });
@@ -229,7 +203,7 @@ const handlers: Record<string, Handler> = {
 
   // SEP-990: ID token -> (token exchange at the IdP) ID-JAG -> (jwt-bearer grant at the AS) access token.
   'auth/cross-app-access-complete-flow': async (serverUrl) => {
-    const ctx = context();
+    const ctx = scenarioContext<Context>();
     const resourceMetadata = await discoverOAuthProtectedResourceMetadata(serverUrl);
     const authorizationServer = resourceMetadata.authorization_servers?.[0];
     if (!authorizationServer) throw new Error('protected resource metadata names no authorization server');
@@ -238,16 +212,16 @@ const handlers: Record<string, Handler> = {
     if (!grants.includes('urn:ietf:params:oauth:grant-type:jwt-bearer')) {
       throw new Error(`authorization server does not support jwt-bearer: ${grants.join(', ')}`);
     }
-    const exchanged = await postForm(required(ctx, 'idp_token_endpoint'), {
+    const exchanged = await postForm(requiredField(ctx, 'idp_token_endpoint'), {
       grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
       requested_token_type: 'urn:ietf:params:oauth:token-type:id-jag',
       audience: String(asMetadata.issuer),
       resource: resourceMetadata.resource,
-      subject_token: required(ctx, 'idp_id_token'),
+      subject_token: requiredField(ctx, 'idp_id_token'),
       subject_token_type: 'urn:ietf:params:oauth:token-type:id_token',
-      client_id: required(ctx, 'idp_client_id'),
+      client_id: requiredField(ctx, 'idp_client_id'),
     });
-    const credentials = `${encodeURIComponent(required(ctx, 'client_id'))}:${encodeURIComponent(required(ctx, 'client_secret'))}`;
+    const credentials = `${encodeURIComponent(requiredField(ctx, 'client_id'))}:${encodeURIComponent(requiredField(ctx, 'client_secret'))}`;
     const granted = await postForm(
       String(asMetadata.token_endpoint),
       { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: String(exchanged.access_token) },
@@ -258,29 +232,4 @@ const handlers: Record<string, Handler> = {
   },
 };
 
-async function main(): Promise<number> {
-  const scenario = process.env.MCP_CONFORMANCE_SCENARIO;
-  const serverUrl = process.argv.at(-1);
-  if (!scenario || !serverUrl || process.argv.length < 3) {
-    console.error('usage: MCP_CONFORMANCE_SCENARIO=<scenario> sdk-client <server-url>');
-    return 2;
-  }
-  // Every other auth/* scenario is the interactive authorization-code flow, with its variations
-  // (discovery, scopes, token endpoint auth, resource mismatch, …) left to the SDK.
-  const handler = handlers[scenario] ?? (scenario.startsWith('auth/') ? authorizationCodeFlow : undefined);
-  if (!handler) {
-    console.error(`sdk-client: unknown scenario ${scenario}`);
-    return 2;
-  }
-  log(scenario, serverUrl);
-  await handler(serverUrl);
-  return 0;
-}
-
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error('sdk-client:', error instanceof Error ? (error.stack ?? error.message) : error);
-    process.exit(1);
-  },
-);
+kit.run(handlers, authorizationCodeFlow);

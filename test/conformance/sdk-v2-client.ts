@@ -24,28 +24,18 @@ import {
   PrivateKeyJwtProvider,
   StreamableHTTPClientTransport,
   UnauthorizedError,
-  discoverOAuthProtectedResourceMetadata,
   type ClientCapabilities,
   type OAuthClientProvider,
   type VersionNegotiationMode,
 } from '@modelcontextprotocol/client';
-import { HeadlessOAuthProvider, type HeadlessProviderOptions, REDIRECT_URL } from './headless-provider.js';
+import { type Handler, CIMD_CLIENT_METADATA_URL, advertisedIssuer, baseline, requiredField, scenarioContext } from './baseline.js';
+import { HeadlessOAuthProvider, REDIRECT_URL } from './headless-provider.js';
 
 const CLIENT_INFO = { name: 'mcp-supervisor-sdk-v2-baseline', version: '1.0.0' };
-/** The URL the suite expects as client_id when the authorization server supports CIMD (SEP-991). */
-const CIMD_CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
-/** More authorization round trips than this in one run is a loop, not a flow (auth/scope-retry-limit). */
-const MAX_AUTHORIZATIONS = 3;
+const kit = baseline('sdk-v2-client', CLIENT_INFO.name);
 
-/** The headless provider of this baseline (see ./headless-provider.ts). */
-function headless(options: Omit<HeadlessProviderOptions, 'clientName' | 'maxAuthorizations' | 'log'>): HeadlessOAuthProvider {
-  return new HeadlessOAuthProvider({ clientName: CLIENT_INFO.name, maxAuthorizations: MAX_AUTHORIZATIONS, log, ...options });
-}
 const MODERN = '2026-07-28';
 
-const log = (...parts: unknown[]): void => {
-  if (process.env.CONFORMANCE_CLIENT_VERBOSE) console.error('[sdk-v2-client]', ...parts);
-};
 
 function negotiationMode(): VersionNegotiationMode {
   const forced = process.env.CONFORMANCE_CLIENT_ERA;
@@ -64,17 +54,7 @@ interface Context {
   toolCalls?: { name: string; arguments?: Record<string, unknown> }[];
 }
 
-function context(): Context {
-  const raw = process.env.MCP_CONFORMANCE_CONTEXT;
-  if (!raw) throw new Error('MCP_CONFORMANCE_CONTEXT is not set');
-  return JSON.parse(raw) as Context;
-}
 
-function required(ctx: Context, key: 'client_id' | 'client_secret' | 'private_key_pem'): string {
-  const value = ctx[key];
-  if (typeof value !== 'string' || value === '') throw new Error(`MCP_CONFORMANCE_CONTEXT has no ${key}`);
-  return value;
-}
 
 /** A connected client; `run` retries an operation after completing an authorization it triggered. */
 interface Session {
@@ -116,7 +96,7 @@ async function connect(serverUrl: string, options: ConnectOptions = {}): Promise
       client = makeClient();
     }
   }
-  log('connected:', mode, client.getProtocolEra(), client.getNegotiatedProtocolVersion());
+  kit.log('connected:', mode, client.getProtocolEra(), client.getNegotiatedProtocolVersion());
 
   const current = transport;
   return {
@@ -150,23 +130,16 @@ async function withSession(serverUrl: string, options: ConnectOptions, body: (se
 function listAndCall(call?: { name: string; arguments: Record<string, unknown> }): (session: Session) => Promise<void> {
   return async (session) => {
     const { tools } = await session.run(() => session.client.listTools());
-    log('tools:', tools.map((tool) => tool.name).join(', '));
-    if (call) log('result:', JSON.stringify(await session.run(() => session.client.callTool(call))));
+    kit.log('tools:', tools.map((tool) => tool.name).join(', '));
+    if (call) kit.log('result:', JSON.stringify(await session.run(() => session.client.callTool(call))));
   };
 }
 
 /** Issuer the MCP server's protected resource metadata points at (for credentials bound to it). */
-async function advertisedIssuer(serverUrl: string): Promise<string> {
-  const metadata = await discoverOAuthProtectedResourceMetadata(serverUrl);
-  const issuer = metadata.authorization_servers?.[0];
-  if (!issuer) throw new Error('protected resource metadata names no authorization server');
-  return issuer;
-}
 
-type Handler = (serverUrl: string) => Promise<void>;
 
 const authorizationCodeFlow: Handler = (serverUrl) =>
-  withSession(serverUrl, { authProvider: headless({ clientMetadataUrl: CIMD_CLIENT_METADATA_URL }) }, listAndCall({ name: 'test-tool', arguments: {} }));
+  withSession(serverUrl, { authProvider: kit.headless({ clientMetadataUrl: CIMD_CLIENT_METADATA_URL }) }, listAndCall({ name: 'test-tool', arguments: {} }));
 
 const handlers: Record<string, Handler> = {
   initialize: (serverUrl) => withSession(serverUrl, {}, listAndCall()),
@@ -218,7 +191,7 @@ const handlers: Record<string, Handler> = {
       async (session) => {
         await session.client.listTools();
         for (const name of ['test_mrtr_echo_state', 'test_mrtr_no_state', 'test_mrtr_unrelated']) {
-          log(name, JSON.stringify(await session.client.callTool({ name, arguments: {} })));
+          kit.log(name, JSON.stringify(await session.client.callTool({ name, arguments: {} })));
         }
         // The last tool answers without `resultType`. The scenario only checks that the client does
         // not retry it as if input were required; SDK 2.4.0 goes further on a 2026-07-28 connection
@@ -226,9 +199,9 @@ const handlers: Record<string, Handler> = {
         // revision 2026-07-28 MUST include it"). Either is "not input_required": the rejection is
         // logged, not fatal, so the exit code reflects the rest of the scenario.
         try {
-          log('test_mrtr_no_result_type', JSON.stringify(await session.client.callTool({ name: 'test_mrtr_no_result_type', arguments: {} })));
+          kit.log('test_mrtr_no_result_type', JSON.stringify(await session.client.callTool({ name: 'test_mrtr_no_result_type', arguments: {} })));
         } catch (error) {
-          log('test_mrtr_no_result_type rejected:', error instanceof Error ? error.message : error);
+          kit.log('test_mrtr_no_result_type rejected:', error instanceof Error ? error.message : error);
         }
       },
     ),
@@ -249,7 +222,7 @@ const handlers: Record<string, Handler> = {
   'http-custom-headers': (serverUrl) =>
     withSession(serverUrl, {}, async ({ client }) => {
       await client.listTools();
-      const calls = context().toolCalls ?? [];
+      const calls = scenarioContext<Context>().toolCalls ?? [];
       if (calls.length === 0) throw new Error('MCP_CONFORMANCE_CONTEXT names no toolCalls');
       for (const call of calls) await client.callTool({ name: call.name, arguments: call.arguments ?? {} });
     }),
@@ -259,12 +232,12 @@ const handlers: Record<string, Handler> = {
   'http-invalid-tool-headers': (serverUrl) =>
     withSession(serverUrl, {}, async ({ client }) => {
       const { tools } = await client.listTools();
-      log('listed:', tools.map((tool) => tool.name).join(', '));
+      kit.log('listed:', tools.map((tool) => tool.name).join(', '));
       for (const tool of tools) {
         try {
           await client.callTool({ name: tool.name, arguments: tool.name === 'valid_tool' ? { region: 'us-west1' } : {} });
         } catch (error) {
-          log('refused', tool.name, error instanceof Error ? error.message : error);
+          kit.log('refused', tool.name, error instanceof Error ? error.message : error);
         }
       }
     }),
@@ -282,11 +255,11 @@ const handlers: Record<string, Handler> = {
     }),
 
   'auth/pre-registration': async (serverUrl) => {
-    const ctx = context();
-    const provider = headless({
+    const ctx = scenarioContext<Context>();
+    const provider = kit.headless({
       preRegistered: {
-      client_id: required(ctx, 'client_id'),
-      client_secret: required(ctx, 'client_secret'),
+      client_id: requiredField(ctx, 'client_id'),
+      client_secret: requiredField(ctx, 'client_secret'),
       redirect_uris: [REDIRECT_URL],
       issuer: await advertisedIssuer(serverUrl),
       },
@@ -295,20 +268,20 @@ const handlers: Record<string, Handler> = {
   },
 
   'auth/client-credentials-basic': async (serverUrl) => {
-    const ctx = context();
+    const ctx = scenarioContext<Context>();
     const provider = new ClientCredentialsProvider({
-      clientId: required(ctx, 'client_id'),
-      clientSecret: required(ctx, 'client_secret'),
+      clientId: requiredField(ctx, 'client_id'),
+      clientSecret: requiredField(ctx, 'client_secret'),
       expectedIssuer: await advertisedIssuer(serverUrl),
     });
     await withSession(serverUrl, { authProvider: provider }, listAndCall());
   },
 
   'auth/client-credentials-jwt': async (serverUrl) => {
-    const ctx = context();
+    const ctx = scenarioContext<Context>();
     const provider = new PrivateKeyJwtProvider({
-      clientId: required(ctx, 'client_id'),
-      privateKey: required(ctx, 'private_key_pem'),
+      clientId: requiredField(ctx, 'client_id'),
+      privateKey: requiredField(ctx, 'private_key_pem'),
       algorithm: ctx.signing_algorithm ?? 'ES256',
       expectedIssuer: await advertisedIssuer(serverUrl),
     });
@@ -316,29 +289,4 @@ const handlers: Record<string, Handler> = {
   },
 };
 
-async function main(): Promise<number> {
-  const scenario = process.env.MCP_CONFORMANCE_SCENARIO;
-  const serverUrl = process.argv.at(-1);
-  if (!scenario || !serverUrl || process.argv.length < 3) {
-    console.error('usage: MCP_CONFORMANCE_SCENARIO=<scenario> sdk-v2-client <server-url>');
-    return 2;
-  }
-  // Every other auth/* scenario is the interactive authorization-code flow, with its variations
-  // (discovery, scopes, iss, migration, …) left to the SDK.
-  const handler = handlers[scenario] ?? (scenario.startsWith('auth/') ? authorizationCodeFlow : undefined);
-  if (!handler) {
-    console.error(`sdk-v2-client: unknown scenario ${scenario}`);
-    return 2;
-  }
-  log(scenario, process.env.MCP_CONFORMANCE_PROTOCOL_VERSION, serverUrl);
-  await handler(serverUrl);
-  return 0;
-}
-
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error('sdk-v2-client:', error instanceof Error ? (error.stack ?? error.message) : error);
-    process.exit(1);
-  },
-);
+kit.run(handlers, authorizationCodeFlow);
