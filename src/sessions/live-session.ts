@@ -15,6 +15,7 @@ import type { ServerConfig } from '../config/types.js';
 import type { ResumableSession } from '../discovery/types.js';
 import type { ClientSide } from '../connection/client-side.js';
 import type { EraCache } from '../connection/era-cache.js';
+import { httpStatusOf } from '../connection/classify.js';
 import { ConnectError, type Connection, openConnection } from '../connection/connect.js';
 import { TrackedHttpTransport } from '../connection/http-transport.js';
 import type { ExitInfo } from '../process/stdio-transport.js';
@@ -84,14 +85,14 @@ async function bounded(clock: Clock, work: Promise<unknown>, ms: number): Promis
  * retried a few times with a short doubling delay. Best effort: without the stream, calls still
  * work, only notifications are missed. A server without the stream (404/405) is fine.
  */
-async function openStandaloneStream(transport: TrackedHttpTransport, clock: Clock, alive: () => boolean): Promise<void> {
+export async function openStandaloneStream(transport: TrackedHttpTransport, clock: Clock, alive: () => boolean): Promise<void> {
   for (let attempt = 0; attempt < STANDALONE_STREAM_ATTEMPTS && alive(); attempt++) {
     try {
       // An empty resumption token sends no Last-Event-ID: a fresh stream, as after `initialize`.
       await transport.resumeStream('');
       return;
     } catch (error) {
-      if ((error as { code?: unknown }).code !== 409) return;
+      if (httpStatusOf(error) !== 409) return;
       await sleepOn(clock, 25 * 2 ** attempt);
     }
   }

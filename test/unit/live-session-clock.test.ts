@@ -7,8 +7,10 @@ import test from 'ava';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseProfileConfig } from '../../src/config/parse.js';
-import { DELETE_TIMEOUT_MS, LiveSession } from '../../src/sessions/live-session.js';
-import { ManualClock } from '../helpers/clock.js';
+import { SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
+import type { TrackedHttpTransport } from '../../src/connection/http-transport.js';
+import { DELETE_TIMEOUT_MS, LiveSession, openStandaloneStream } from '../../src/sessions/live-session.js';
+import { ManualClock, flush } from '../helpers/clock.js';
 
 test('LiveSession.discard: a DELETE nobody answers is abandoned at DELETE_TIMEOUT_MS of the injected clock', async (t) => {
   const deletes: string[] = [];
@@ -41,4 +43,41 @@ test('LiveSession.discard: a DELETE nobody answers is abandoned at DELETE_TIMEOU
   while (!done && Date.now() - started < DELETE_TIMEOUT_MS / 2) await new Promise((resolve) => setTimeout(resolve, 10));
   t.true(done, 'given up as soon as the injected clock reached the bound');
   await discarding;
+});
+
+/** A stand-in for the one transport method the standalone stream needs: answers scripted statuses. */
+function scriptedStream(statuses: number[]): { transport: TrackedHttpTransport; attempts: () => number } {
+  let attempts = 0;
+  const transport = {
+    async resumeStream(): Promise<void> {
+      const status = statuses[attempts++];
+      // What the SDK's transport throws when the GET for the stream is refused.
+      if (status !== undefined) throw new SdkHttpError(SdkErrorCode.ClientHttpFailedToOpenStream, `Failed to open SSE stream: ${status}`, { status });
+    },
+  } as unknown as TrackedHttpTransport;
+  return { transport, attempts: () => attempts };
+}
+
+test('the standalone stream of a resumed session is retried while the server still holds the old one (409), and given up on 404/405', async (t) => {
+  const clock = new ManualClock();
+  const conflicted = scriptedStream([409, 409]);
+  let done = false;
+  const opening = openStandaloneStream(conflicted.transport, clock, () => true).then(() => (done = true));
+  const waits: number[] = [];
+  while (!done) {
+    await flush();
+    const next = clock.nextAt();
+    if (next === undefined) continue;
+    waits.push(next - clock.now());
+    await clock.advance(next - clock.now());
+  }
+  await opening;
+  t.is(conflicted.attempts(), 3, 'two conflicts, then the stream opened');
+  t.deepEqual(waits, [25, 50], 'a short doubling delay between attempts');
+
+  for (const status of [404, 405]) {
+    const refused = scriptedStream([status]);
+    await openStandaloneStream(refused.transport, clock, () => true);
+    t.is(refused.attempts(), 1, `${status}: no standalone stream, nothing to retry`);
+  }
 });
