@@ -177,6 +177,11 @@ export class Connection {
     return this.transport instanceof TrackedHttpTransport ? this.transport.protocolVersion : undefined;
   }
 
+  /** The protocol version the connection speaks: the one negotiated, else the HTTP transport's. */
+  get negotiatedVersion(): string | undefined {
+    return this.client.getNegotiatedProtocolVersion() ?? this.protocolVersion;
+  }
+
   /** The era this connection speaks. */
   get era(): ProtocolEra {
     return this.client.getProtocolEra() ?? 'legacy';

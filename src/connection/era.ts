@@ -7,7 +7,7 @@
  * fall back to `initialize` on a refusal). A verdict — `legacy`, or `modern` with the server's
  * `server/discover` result — is what `connect({ prior })` adopts without a round trip. Verdicts
  * are plain JSON: they cross the worker boundary inside discovery outcomes and are kept by the
- * host's era cache (see `src/host/era-cache.ts`).
+ * host's era cache (see `era-cache.ts`).
  */
 import type { DiscoverResult, PriorDiscovery, VersionNegotiationOptions } from '@modelcontextprotocol/client';
 import { SdkError, SdkErrorCode } from '@modelcontextprotocol/client';

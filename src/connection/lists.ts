@@ -1,8 +1,7 @@
 /**
- * Reading lists: every page of any paginated list (bounded), and a server's whole tool list:
- * every page (bounded), and in the 2026-07-28 era without the tools
- * whose `x-mcp-header` declarations are invalid (SEP-2243: a client MUST exclude them; a call
- * could never carry their headers). Discovery and the sessions' list refresh both read tools
+ * Reading lists: every page of a paginated list, bounded; and a server's whole tool list, which in
+ * the 2026-07-28 era leaves out the tools whose `x-mcp-header` declarations are invalid (SEP-2243:
+ * a client MUST exclude them; a call could never carry their headers). Discovery and the sessions' list refresh both read tools
  * here, so a tool excluded once is excluded everywhere.
  *
  * Why the SDK's `listTools()` in the new era and not our own pagination: the exclusion rules
@@ -26,7 +25,7 @@ export interface ToolListing {
 const MAX_TTL_MS = 86_400_000;
 
 /** A list result's positive `ttlMs`, bounded; undefined when absent, zero or not a number. */
-export function ttlOf(result: unknown): number | undefined {
+function ttlOf(result: unknown): number | undefined {
   const ttl = (result as { ttlMs?: unknown }).ttlMs;
   return typeof ttl === 'number' && Number.isFinite(ttl) && ttl > 0 ? Math.min(Math.round(ttl), MAX_TTL_MS) : undefined;
 }

@@ -192,7 +192,7 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     const instructions = connection.client.getInstructions();
     if (instructions) outcome.instructions = instructions;
     const { sessionId, protocolVersion } = connection;
-    const negotiated = connection.client.getNegotiatedProtocolVersion() ?? protocolVersion;
+    const negotiated = connection.negotiatedVersion;
     if (negotiated) outcome.protocolVersion = negotiated;
     const verdict = connection.verdict;
     if (verdict) outcome.era = verdict;
@@ -220,7 +220,7 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     const timings = connectMs === undefined ? { totalMs: elapsed() } : { connectMs, totalMs: elapsed() };
     // A verdict that was offered and did not lead to a working connection is not trusted again:
     // the next discovery probes (a stale modern verdict fails at the first request, not at connect).
-    const staleEra = (eraStale || cachedEra !== undefined) && failure.kind !== 'cancelled' && failure.kind !== 'timeout';
+    const staleEra = cachedEra !== undefined && failure.kind !== 'cancelled' && failure.kind !== 'timeout';
     return { status: 'failed', server: name, failure, timings, ...(staleEra ? { eraStale: true as const } : {}) };
   } finally {
     clearTimeout(timer);

@@ -251,7 +251,7 @@ export class CallPath {
   private traceContext(op: Operation, session: LiveSession, attempt: number): CallTraceContext {
     const connection = session.connection;
     const sessionId = connection.sessionId;
-    const protocolVersion = connection.client.getNegotiatedProtocolVersion() ?? connection.protocolVersion;
+    const protocolVersion = connection.negotiatedVersion;
     return {
       profile: op.profile ?? '',
       server: this.deps.server.name,

@@ -66,6 +66,13 @@ export interface OpenOptions {
 /** Where a session is in its life. */
 type SessionState = { kind: 'alive' } | { kind: 'dead'; exit: ExitInfo | undefined } | { kind: 'closed' };
 
+/** The list kinds a `subscriptions/listen` filter can name, with the filter's key for each. */
+const LISTEN_KINDS = [
+  ['tools', 'toolsListChanged'],
+  ['prompts', 'promptsListChanged'],
+  ['resources', 'resourcesListChanged'],
+] as const;
+
 /** How long after the server ended a `subscriptions/listen` stream a new one is opened. */
 const RELISTEN_DELAY_MS = 1000;
 
@@ -216,18 +223,11 @@ export class LiveSession {
    */
   private async listenForChanges(options: OpenOptions, reopened: boolean): Promise<void> {
     const capabilities = this.connection.client.getServerCapabilities();
-    const filter = {
-      toolsListChanged: capabilities?.tools?.listChanged === true,
-      promptsListChanged: capabilities?.prompts?.listChanged === true,
-      resourcesListChanged: capabilities?.resources?.listChanged === true,
-    };
-    if (!filter.toolsListChanged && !filter.promptsListChanged && !filter.resourcesListChanged) return;
+    const kinds = LISTEN_KINDS.filter(([kind]) => capabilities?.[kind]?.listChanged === true);
+    if (kinds.length === 0) return;
+    const filter = Object.fromEntries(kinds.map(([, key]) => [key, true]));
     const subscription = await this.connection.client.listen(filter, { timeout: options.connectTimeoutMs });
-    if (reopened) {
-      for (const [kind, on] of [['tools', filter.toolsListChanged], ['prompts', filter.promptsListChanged], ['resources', filter.resourcesListChanged]] as const) {
-        if (on) options.onListChanged(this, kind);
-      }
-    }
+    if (reopened) for (const [kind] of kinds) options.onListChanged(this, kind);
     void subscription.closed.then(async (how) => {
       if (how !== 'remote' || !this.alive) return;
       await sleepOn(this.clock, RELISTEN_DELAY_MS);
