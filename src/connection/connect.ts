@@ -5,20 +5,34 @@
  * attempt. Discovery bodies and live sessions both connect through {@link openConnection}, so they
  * see servers, and report failures, the same way.
  */
-import { Client, LOG_LEVEL_META_KEY, SSEClientTransport, isJSONRPCRequest } from '@modelcontextprotocol/client';
+import { Client, LOG_LEVEL_META_KEY, SSEClientTransport, SdkError, SdkErrorCode, isJSONRPCRequest } from '@modelcontextprotocol/client';
 import type { ClientCapabilities, CreateMessageResult, ElicitResult, JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import { type ServerConfig, protocolSettingOf } from '../config/types.js';
 import type { ResumableSession } from '../discovery/types.js';
 import { type ExitInfo, ProcessGroupStdioTransport } from '../process/stdio-transport.js';
-import { connectPhaseCode } from './classify.js';
+import { connectPhaseCode, networkErrorCode } from './classify.js';
 import type { ClientSide, ElicitParams, SamplingParams } from './client-side.js';
 import { currentDelivery } from './delivery.js';
 import { type EraVerdict, type ProtocolEra, isEraMismatch, isMethodNotFound, negotiationFor, priorFor, verdictOf } from './era.js';
 import { TrackedHttpTransport } from './http-transport.js';
 import { MAX_LIST_PAGES } from './limits.js';
 
-/** How long a failed stdio connect waits for the child's exit, so a death racing the error reads as an exit. */
+/** How long a failed stdio request waits for the child's exit, so a death racing the error reads as an exit. */
 const EXIT_SETTLE_MS = 150;
+
+/**
+ * The same wait when the error says the server's end of the pipe closed: the process is on its
+ * way out, and on a loaded machine its exit can be seen well after the broken pipe. Waiting for it
+ * reports an exit with its code, never a connection that "could not be reached".
+ */
+const PIPE_CLOSED_SETTLE_MS = 2000;
+
+/** True when a stdio request failed because the server closed its end (a write broke, the stream ended). */
+export function pipeClosed(error: unknown): boolean {
+  const network = networkErrorCode(error);
+  if (network === 'EPIPE' || network === 'ECONNRESET') return true;
+  return error instanceof SdkError && (error.code === SdkErrorCode.ConnectionClosed || error.code === SdkErrorCode.SendFailed);
+}
 
 /** Hooks and bounds of one connection attempt. */
 export interface ConnectOptions {
@@ -201,6 +215,11 @@ export class Connection {
     else await this.client.ping({ timeout: timeoutMs });
   }
 
+  /** After `error` failed a request: waits briefly for a stdio leader's exit (see {@link settleExit}). */
+  settleExit(error: unknown): Promise<void> {
+    return this.transport instanceof ProcessGroupStdioTransport ? settleExit(this.transport, error) : Promise.resolve();
+  }
+
   /** Resolves once a stdio leader's whole group is gone (at once for HTTP). */
   async exited(): Promise<void> {
     if (this.transport instanceof ProcessGroupStdioTransport && this.transport.pid !== undefined) await this.transport.exited();
@@ -305,11 +324,7 @@ async function connectOnce(server: ServerConfig, side: ClientSide, options: Conn
     if (prior?.kind === 'modern' && options.verifyAdoptedEra) await client.discover({ timeout: options.connectTimeoutMs, ...(options.signal ? { signal: options.signal } : {}) });
   } catch (error) {
     if (transport instanceof ProcessGroupStdioTransport) {
-      if (!options.signal?.aborted && !transport.exit && transport.pid !== undefined) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([transport.exited(), new Promise<void>((resolve) => (timer = setTimeout(resolve, EXIT_SETTLE_MS)))]);
-        clearTimeout(timer);
-      }
+      if (!options.signal?.aborted) await settleExit(transport, error);
       const exit = transport.exit;
       await transport.kill();
       throw new ConnectError(error, exit, transport.stderrTail().trim(), transport.tooLarge);
@@ -326,6 +341,19 @@ async function connectOnce(server: ServerConfig, side: ClientSide, options: Conn
   }
   const requestMeta = side.logLevel && client.getProtocolEra() === 'modern' ? { [LOG_LEVEL_META_KEY]: side.logLevel } : undefined;
   return new Connection(server, client, transport, rootsAnswered, requestMeta);
+}
+
+/**
+ * Waits for a stdio leader's exit after `error` failed one of its requests, so a death racing the
+ * error reads as an exit (with its code) rather than a protocol error or an unreachable server:
+ * briefly, and longer when the error says the pipe broke (the process is on its way out).
+ */
+async function settleExit(transport: ProcessGroupStdioTransport, error: unknown): Promise<void> {
+  if (transport.exit || transport.pid === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  const settleMs = pipeClosed(error) ? PIPE_CLOSED_SETTLE_MS : EXIT_SETTLE_MS;
+  await Promise.race([transport.exited(), new Promise<void>((resolve) => (timer = setTimeout(resolve, settleMs)))]);
+  clearTimeout(timer);
 }
 
 /** SIGKILL to a stdio group, or the HTTP transport closed; never throws. */

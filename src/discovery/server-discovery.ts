@@ -56,16 +56,6 @@ export interface ServerDiscoveryContext {
 }
 
 
-/** How long a failed attempt waits for a stdio child's exit, so a death racing the error reads as `exited`. */
-const EXIT_SETTLE_MS = 150;
-
-async function settleExit(connection: Connection): Promise<void> {
-  if (connection.exit || connection.pid === undefined) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([connection.exited(), new Promise<void>((resolve) => (timer = setTimeout(resolve, EXIT_SETTLE_MS)))]);
-  clearTimeout(timer);
-}
-
 /**
  * A catalogue the host can hold and hand to models: not more items than the limit, no schema
  * nested absurdly deep (it would overflow every recursive walk downstream, from cloning to JSON).
@@ -204,7 +194,7 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
   } catch (error) {
     // A death racing the error must read as `exited`; a retired or timed-out attempt is killed at once.
     const cause = error instanceof ConnectError ? error.cause : error;
-    if (connection && !attempt.signal.aborted) await settleExit(connection);
+    if (connection && !attempt.signal.aborted) await connection.settleExit(cause);
     const exit = error instanceof ConnectError ? error.exit : connection?.exit;
     const stderrTail = error instanceof ConnectError ? error.stderrTail : connection?.stderrTail();
     const tooLarge = error instanceof ConnectError ? error.tooLarge : connection?.tooLarge;

@@ -11,6 +11,7 @@ import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelconte
 import type { DiscoverResult } from '@modelcontextprotocol/client';
 import type { ServerConfig } from '../../src/config/types.js';
 import { protocolSettingOf } from '../../src/config/types.js';
+import { pipeClosed } from '../../src/connection/connect.js';
 import { EraCache } from '../../src/connection/era-cache.js';
 import { type EraVerdict, isEraMismatch, negotiationFor, priorFor } from '../../src/connection/era.js';
 
@@ -99,4 +100,15 @@ test('an unwritable cache file is reported in stats, and the cache works in memo
   cache.learn(http(), modern);
   t.deepEqual(cache.get(http()), modern);
   t.regex(cache.stats().fileError ?? '', /could not write/);
+});
+
+test('a broken stdio pipe is told apart: EPIPE/ECONNRESET anywhere in the cause chain, or the SDK saying the connection closed or a send failed', (t) => {
+  const epipe = Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
+  t.true(pipeClosed(epipe));
+  t.true(pipeClosed(new Error('send failed', { cause: epipe })));
+  t.true(pipeClosed(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed')));
+  t.true(pipeClosed(new SdkError(SdkErrorCode.SendFailed, 'send failed')));
+  t.false(pipeClosed(new SdkError(SdkErrorCode.RequestTimeout, 'timeout')));
+  t.false(pipeClosed(new ProtocolError(-32601, 'Method not found')));
+  t.false(pipeClosed(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })));
 });
