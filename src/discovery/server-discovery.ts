@@ -38,6 +38,12 @@ export interface ServerDiscoveryContext {
   markerEnv?: Readonly<Record<string, string>>;
   /** The cached era verdict of a server, if any (adopted instead of probing). */
   eraOf?(server: string): EraVerdict | undefined;
+  /**
+   * Called once at half the connect timeout while the attempt still runs, with the pid of the
+   * server process it started: returns how long the server has waited for a CPU when it was
+   * starved and got its normal priority back, else undefined.
+   */
+  rescueIfStarved?(pid: number, elapsedMs: number): number | undefined;
   /** Aborted when the generation is retired. */
   signal: AbortSignal;
   /** Re-checked before every side effect (spawn, connect). */
@@ -126,6 +132,7 @@ async function listCatalog(connection: Connection, requestOptions: { signal: Abo
 export async function discoverServer(server: ServerConfig, side: ClientSide, context: ServerDiscoveryContext): Promise<SettledOutcome> {
   const startedAt = performance.now();
   const elapsed = (): number => Math.round((performance.now() - startedAt) * 100) / 100;
+  const cpuWait = (): { cpuWaitMs?: number } => (cpuWaitMs === undefined ? {} : { cpuWaitMs: Math.round(cpuWaitMs) });
   const name = server.name;
   if (!context.isCurrent()) {
     return { status: 'failed', server: name, failure: { kind: 'cancelled', message: 'discovery was cancelled before the server was started' }, timings: { totalMs: 0 } };
@@ -140,6 +147,13 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     timedOut = true;
     attempt.abort(new Error(`connect timeout of ${connectTimeoutMs} ms`));
   }, connectTimeoutMs);
+  let serverPid: number | undefined;
+  let cpuWaitMs: number | undefined;
+  const halfTime = context.rescueIfStarved
+    ? setTimeout(() => {
+        if (serverPid !== undefined) cpuWaitMs = context.rescueIfStarved?.(serverPid, elapsed());
+      }, connectTimeoutMs / 2)
+    : undefined;
   const onRetired = (): void => attempt.abort(new Error('generation retired'));
   context.signal.addEventListener('abort', onRetired, { once: true });
   // The attempt's own deadline bounds every request; the SDK's per-request timeout stays out of its way.
@@ -161,9 +175,13 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
           process.kill(-pid, 'SIGKILL');
           return;
         }
+        serverPid = pid;
         context.afterSpawn?.(pid);
       },
-      onExit: (pid) => context.clearPid(pid),
+      onExit: (pid) => {
+        if (serverPid === pid) serverPid = undefined;
+        context.clearPid(pid);
+      },
     });
     connectMs = elapsed();
     const { freshForMs, ...catalog } = await listCatalog(connection, requestOptions);
@@ -173,7 +191,7 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
       server: name,
       ...catalog,
       ...(freshForMs === undefined ? {} : { freshForMs }),
-      timings: { connectMs, listMs: Math.round((elapsed() - connectMs) * 100) / 100, totalMs: elapsed() },
+      timings: { connectMs, listMs: Math.round((elapsed() - connectMs) * 100) / 100, totalMs: elapsed(), ...cpuWait() },
     };
     const capabilities = connection.client.getServerCapabilities();
     if (capabilities) outcome.capabilities = capabilities;
@@ -207,13 +225,17 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
       cancelled: context.signal.aborted && !timedOut,
     });
     await connection?.kill();
-    const timings = connectMs === undefined ? { totalMs: elapsed() } : { connectMs, totalMs: elapsed() };
+    const timings = connectMs === undefined ? { totalMs: elapsed(), ...cpuWait() } : { connectMs, totalMs: elapsed(), ...cpuWait() };
+    if (failure.kind === 'timeout' && cpuWaitMs !== undefined) {
+      failure.message += ` (starved: it had waited ${Math.round(cpuWaitMs)} ms for a CPU at discovery's low priority by half that time, and ran at normal priority after)`;
+    }
     // A verdict that was offered and did not lead to a working connection is not trusted again:
     // the next discovery probes (a stale modern verdict fails at the first request, not at connect).
     const staleEra = cachedEra !== undefined && failure.kind !== 'cancelled' && failure.kind !== 'timeout';
     return { status: 'failed', server: name, failure, timings, ...(staleEra ? { eraStale: true as const } : {}) };
   } finally {
     clearTimeout(timer);
+    clearTimeout(halfTime);
     context.signal.removeEventListener('abort', onRetired);
   }
 }

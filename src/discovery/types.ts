@@ -29,6 +29,12 @@ export interface DiscoveryTimings {
   listMs?: number;
   /** The whole attempt. */
   totalMs: number;
+  /**
+   * Set when the server, started at `discovery.niceness`, had spent this long waiting for a CPU by
+   * half its connect timeout, and got normal priority back then (yielding must not cost it its
+   * discovery).
+   */
+  cpuWaitMs?: number;
 }
 
 /** An HTTP session the body created, which the main thread may resume instead of initialising again. */

@@ -6,8 +6,7 @@
  * apart. Killing always targets the process group (`kill(-pgid)`), because stdio servers are
  * spawned as group leaders and wrappers such as `npx`, `uvx` or a shell leave grandchildren behind.
  */
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { readFileSync, readdirSync } from 'node:fs';
 
 /** What `/proc` says of a pid. `zombie`: exited, not yet reaped (holds no resources but its pid). */
 export type ProcessState = 'alive' | 'zombie' | 'gone';
@@ -122,32 +121,4 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
     }
   }
   return delivered;
-}
-
-/**
- * Lowers the CPU priority of a server process to `nice`: its own (main-thread) nice value, and
- * that of its scheduler autogroup (Linux with `CONFIG_SCHED_AUTOGROUP`, on by default on most
- * distributions). A stdio server leads its own session (`setsid`, for group kills), and with
- * autogroups every session is a scheduling group of its own competing with the host's at equal
- * weight: a nice value then only orders threads *within* the server's session. Twenty servers
- * starting at nice 19 still took twenty shares of the CPU against the host's one, and the host's
- * main thread waited up to ~80 ms at a time for a core; writing the value to
- * `/proc/<pid>/autogroup` gives the whole session that weight (its wrapper children included).
- * Unprivileged processes may only make either nicer. Best effort: false when neither applied.
- */
-export function lowerProcessPriority(pid: number, nice: number): boolean {
-  let applied = false;
-  try {
-    setPriority(pid, nice);
-    applied = true;
-  } catch {
-    // Gone already, or not permitted: the autogroup may still apply.
-  }
-  try {
-    writeFileSync(`/proc/${pid}/autogroup`, String(nice));
-    applied = true;
-  } catch {
-    // No autogroups on this kernel (or not Linux).
-  }
-  return applied;
 }
