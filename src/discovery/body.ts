@@ -17,8 +17,8 @@ import { WorkerRpc, remoteSide } from '../client/remote.js';
 import { DEFAULT_CLIENT_INFO } from '../client/info.js';
 import { type ClientSideDescriptor, bareDescriptor } from '../connection/client-side.js';
 import { type ServerDiscoveryContext, discoverServer } from './server-discovery.js';
-import { processGroupMembers } from '../process/proc.js';
-import { autogroups, lowerProcessPriority, restoreProcessPriority, runQueueWaitMs } from '../process/priority.js';
+import { autogroups, lowerProcessPriority } from '../process/priority.js';
+import { StarvationWatch } from './starvation.js';
 import { EntrySlots } from './slots.js';
 import type { BodyMessage, BodyResult, DiscoveryTask, SettledOutcome } from './types.js';
 
@@ -49,33 +49,6 @@ function yieldTheCpu(niceness: number): void {
   } catch {
     // Not permitted or not supported here: discovery still works, at the host's priority.
   }
-}
-
-/**
- * The share of its time so far a server must have spent waiting for a CPU, at half its connect
- * timeout, to count as starved. Discovery lowers its servers' priority so a burst of start-ups
- * leaves the host's event loop alone; when the machine stays busy for longer (other processes at
- * normal priority), a server at nice 19 gets ~1.5 % of a core and would time out for nothing.
- */
-const STARVED_SHARE = 0.5;
-
-/**
- * At half a server's connect timeout: when the processes of its group have waited for a CPU for
- * at least {@link STARVED_SHARE} of the time so far, they get normal priority back, and the wait
- * is returned. The longest wait of the group counts (a wrapper waits in `wait()`, its child runs).
- */
-function rescueIfStarved(pid: number, elapsedMs: number): number | undefined {
-  const members = processGroupMembers(pid).filter((member) => member.state === 'alive');
-  let longest: number | undefined;
-  for (const member of members) {
-    const waited = runQueueWaitMs(member.pid);
-    if (waited !== undefined && (longest === undefined || waited > longest)) longest = waited;
-  }
-  if (longest === undefined || longest < elapsedMs * STARVED_SHARE) return undefined;
-  // One autogroup per session (the leader's write covers it); process nice values per member.
-  restoreProcessPriority(pid);
-  for (const member of members) if (member.pid !== pid) restoreProcessPriority(member.pid, undefined, { autogroup: false });
-  return longest;
 }
 
 /** Blocks the thread synchronously: only for the test hook that forces the hard rungs. */
@@ -132,7 +105,7 @@ function serverHooks(task: DiscoveryTask, slots: EntrySlots, retired: AbortSigna
       autogroups.forget(pid);
       slots.clearPid(pid);
     },
-    ...(task.niceness > 0 ? { rescueIfStarved } : {}),
+    ...(task.niceness > 0 ? { watchStarvation: () => new StarvationWatch() } : {}),
     afterSpawn: () => {
       const block = task.testHooks?.blockAfterSpawnMs;
       if (block !== undefined && !spawnedForHook) {

@@ -23,6 +23,7 @@ import { ConnectError, type Connection, openConnection } from '../connection/con
 import type { EraVerdict } from '../connection/era.js';
 import { listAllPages, listTools } from '../connection/lists.js';
 import { CatalogLimitError, DEFAULT_MAX_CATALOG_ITEMS, DEFAULT_MAX_SCHEMA_DEPTH, nestsDeeperThan } from '../connection/limits.js';
+import { starvationWindowMs } from './starvation.js';
 import type { SettledOutcome } from './types.js';
 
 /** Where the attempt runs: its deadline, cancellation and pid bookkeeping. */
@@ -39,11 +40,11 @@ export interface ServerDiscoveryContext {
   /** The cached era verdict of a server, if any (adopted instead of probing). */
   eraOf?(server: string): EraVerdict | undefined;
   /**
-   * Called once at half the connect timeout while the attempt still runs, with the pid of the
-   * server process it started: returns how long the server has waited for a CPU when it was
-   * starved and got its normal priority back, else undefined.
+   * Set when the servers run at a lowered priority: a watch for the attempt, checked once per
+   * {@link starvationWindowMs} with the pid of the server process; it returns how long the
+   * server had waited for a CPU when it found it starved and gave it normal priority back.
    */
-  rescueIfStarved?(pid: number, elapsedMs: number): number | undefined;
+  watchStarvation?(): { check(pid: number): number | undefined };
   /** Aborted when the generation is retired. */
   signal: AbortSignal;
   /** Re-checked before every side effect (spawn, connect). */
@@ -149,10 +150,11 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
   }, connectTimeoutMs);
   let serverPid: number | undefined;
   let cpuWaitMs: number | undefined;
-  const halfTime = context.rescueIfStarved
-    ? setTimeout(() => {
-        if (serverPid !== undefined) cpuWaitMs = context.rescueIfStarved?.(serverPid, elapsed());
-      }, connectTimeoutMs / 2)
+  const watch = context.watchStarvation?.();
+  const starvationChecks = watch
+    ? setInterval(() => {
+        if (serverPid !== undefined && cpuWaitMs === undefined) cpuWaitMs = watch.check(serverPid);
+      }, starvationWindowMs(connectTimeoutMs))
     : undefined;
   const onRetired = (): void => attempt.abort(new Error('generation retired'));
   context.signal.addEventListener('abort', onRetired, { once: true });
@@ -227,7 +229,7 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     await connection?.kill();
     const timings = connectMs === undefined ? { totalMs: elapsed(), ...cpuWait() } : { connectMs, totalMs: elapsed(), ...cpuWait() };
     if (failure.kind === 'timeout' && cpuWaitMs !== undefined) {
-      failure.message += ` (starved: it had waited ${Math.round(cpuWaitMs)} ms for a CPU at discovery's low priority by half that time, and ran at normal priority after)`;
+      failure.message += ` (starved: it had waited ${Math.round(cpuWaitMs)} ms for a CPU at discovery's low priority before it got normal priority back)`;
     }
     // A verdict that was offered and did not lead to a working connection is not trusted again:
     // the next discovery probes (a stale modern verdict fails at the first request, not at connect).
@@ -235,7 +237,7 @@ export async function discoverServer(server: ServerConfig, side: ClientSide, con
     return { status: 'failed', server: name, failure, timings, ...(staleEra ? { eraStale: true as const } : {}) };
   } finally {
     clearTimeout(timer);
-    clearTimeout(halfTime);
+    clearInterval(starvationChecks);
     context.signal.removeEventListener('abort', onRetired);
   }
 }

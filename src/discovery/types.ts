@@ -30,9 +30,9 @@ export interface DiscoveryTimings {
   /** The whole attempt. */
   totalMs: number;
   /**
-   * Set when the server, started at `discovery.niceness`, had spent this long waiting for a CPU by
-   * half its connect timeout, and got normal priority back then (yielding must not cost it its
-   * discovery).
+   * Set when the server, started at `discovery.niceness`, was found starved (waiting for a CPU for
+   * half of a check window: half its connect timeout, at most 5 s) and got normal priority back:
+   * how long it had waited by then. Yielding must not cost a server its discovery.
    */
   cpuWaitMs?: number;
 }

@@ -3,8 +3,8 @@
  * - an unprivileged host starting a burst of servers meets the kernel's rate limit on autogroup
  *   writes (one per 100 ms system-wide without CAP_SYS_ADMIN) and still gets every server's
  *   autogroup to its niceness;
- * - a server starved by a busy machine at half its connect timeout gets normal priority back and
- *   is discovered, and its timings say how long it waited for a CPU.
+ * - a server starved by a busy machine gets normal priority back at its first check and is
+ *   discovered, and its timings say how long it waited for a CPU.
  */
 import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -92,7 +92,7 @@ async function startBurners(count: number, nice: number): Promise<ChildProcess[]
   return burners;
 }
 
-test.serial('a server starved at half its connect timeout gets normal priority back and is discovered, its timings saying how long it waited for a CPU; one that still times out says it was starved', async (t) => {
+test.serial('a starved server gets normal priority back and is discovered, its timings saying how long it waited for a CPU; one that still times out says it was starved', async (t) => {
   if (!HAS_AUTOGROUPS) {
     t.log('this kernel has no scheduler autogroups: discovery\'s niceness is a plain nice value here');
     t.pass();
@@ -109,11 +109,11 @@ test.serial('a server starved at half its connect timeout gets normal priority b
     const turn = await host.beginTurn();
     const heavy = host.status().servers['heavy'];
     t.like(heavy, { status: 'failed', kind: 'timeout' });
-    t.regex(heavy?.status === 'failed' ? heavy.message : '', /^no answer within the connect timeout of 10000 ms \(starved: it had waited \d+ ms for a CPU at discovery's low priority by half that time, and ran at normal priority after\)$/);
+    t.regex(heavy?.status === 'failed' ? heavy.message : '', /^no answer within the connect timeout of 10000 ms \(starved: it had waited \d+ ms for a CPU at discovery's low priority before it got normal priority back\)$/);
     const view = host.status().servers['busy'];
     t.is(view?.status, 'ready', JSON.stringify(view));
     const cpuWaitMs = view?.status === 'ready' ? view.timings.cpuWaitMs : undefined;
-    t.log(`waited ${cpuWaitMs} ms for a CPU by half its 10 s timeout; ready after ${view?.status === 'ready' ? view.timings.totalMs : '?'} ms`);
+    t.log(`waited ${cpuWaitMs} ms for a CPU by its first 5 s check; ready after ${view?.status === 'ready' ? view.timings.totalMs : '?'} ms`);
     t.true(cpuWaitMs !== undefined && cpuWaitMs >= 2500, `cpuWaitMs ${cpuWaitMs}`);
     t.true(turn.tools.some((tool) => tool.name === 'mcp__busy__echo'));
   } finally {
@@ -124,7 +124,7 @@ test.serial('a server starved at half its connect timeout gets normal priority b
 
 test('a server that is not starved keeps discovery\'s low priority: no cpuWaitMs', async (t) => {
   const tag = useFixtureTag(t);
-  // Half of the timeout falls inside the delay, where the server sleeps.
+  // The first check (at half the timeout) falls inside the delay, where the server sleeps.
   const host = newHost(t, { calm: stdioFixtureConfig(['--start-delay', '4500'], { tag }) }, { discovery: { connectTimeoutMs: 8000 } });
   await host.beginTurn();
   const view = host.status().servers['calm'];

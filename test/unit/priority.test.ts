@@ -1,9 +1,12 @@
 /**
- * The autogroup writer's queue (`src/process/priority.ts`), as pure logic: a scripted kernel that
- * accepts one write per slot (the rate limit unprivileged writers meet) and a manual scheduler.
- * The real kernel's limit is exercised in test/process/priority.test.ts.
+ * Discovery's priority logic, as pure logic:
+ * - the autogroup writer's queue (`src/process/priority.ts`), with a scripted kernel that accepts
+ *   one write per slot (the rate limit unprivileged writers meet) and a manual scheduler;
+ * - the starvation watch (`src/discovery/starvation.ts`), with scripted run-queue waits and clock.
+ * The real kernel is exercised in test/process/priority.test.ts.
  */
 import test from 'ava';
+import { MAX_STARVATION_WINDOW_MS, StarvationWatch, starvationWindowMs } from '../../src/discovery/starvation.js';
 import { AutogroupWriter, type AutogroupWriteResult, type RetryScheduler } from '../../src/process/priority.js';
 
 /** A kernel that accepts one write per slot; `open()` starts the next slot. */
@@ -121,4 +124,62 @@ test('a write that cannot succeed is dropped at once; one refused for too long i
   clock.fire(); // attempt 3: given up
   t.like(writer.stats(), { queued: 0, abandoned: 1 });
   t.is(clock.armed(), 0);
+});
+
+/** A probe whose clock and run-queue waits the test sets; it records restores. */
+function scriptedProbe() {
+  const state = { now: 0, waits: new Map<number, number[]>(), restored: [] as number[] };
+  const watch = new StarvationWatch({
+    waits: (pid) => state.waits.get(pid) ?? [],
+    restore: (pid) => void state.restored.push(pid),
+    now: () => state.now,
+  });
+  return { state, watch };
+}
+
+test('the starvation window is half the connect timeout, at most 5 s', (t) => {
+  t.is(starvationWindowMs(2000), 1000);
+  t.is(starvationWindowMs(10_000), 5000);
+  t.is(starvationWindowMs(600_000), MAX_STARVATION_WINDOW_MS);
+});
+
+test('starved means waiting for a CPU for half of a window; the longest wait of the group counts', (t) => {
+  const { state, watch } = scriptedProbe();
+  state.now = 1000;
+  state.waits.set(10, [100, 499]); // a wrapper that waited little, its child 499 ms of 1000
+  t.is(watch.check(10), undefined);
+  state.now = 2000;
+  state.waits.set(10, [120, 1000]); // 501 ms more in this window
+  t.is(watch.check(10), 1000);
+  t.deepEqual(state.restored, [10]);
+});
+
+test('a wait from an earlier window does not make a later, calm window starved', (t) => {
+  const { state, watch } = scriptedProbe();
+  state.now = 1000;
+  state.waits.set(10, [400]);
+  t.is(watch.check(10), undefined, '40 % of the first window');
+  state.now = 2000;
+  state.waits.set(10, [800]);
+  t.is(watch.check(10), undefined, '40 % of the second: 800 ms in total is not 50 % of any window');
+  t.deepEqual(state.restored, []);
+});
+
+test('a respawned server (a new pid) is judged on its own waits', (t) => {
+  const { state, watch } = scriptedProbe();
+  state.now = 1000;
+  state.waits.set(10, [400]);
+  t.is(watch.check(10), undefined);
+  // The first process exited (an old server refusing the probe); its successor waited 600 ms of the next window.
+  state.now = 2000;
+  state.waits.set(11, [600]);
+  t.is(watch.check(11), 600);
+  t.deepEqual(state.restored, [11]);
+});
+
+test('a server whose processes are gone or unreadable is never starved', (t) => {
+  const { state, watch } = scriptedProbe();
+  state.now = 5000;
+  t.is(watch.check(10), undefined);
+  t.deepEqual(state.restored, []);
 });
