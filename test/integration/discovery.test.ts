@@ -117,7 +117,7 @@ test('a body whose server hangs on initialize is retired: worker done, server an
   const first = run(coordinator, 'p', list);
   // Wait until the wrapper, its server and its grandchild all exist.
   const pidLines = (): number => (existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim().split('\n').length : 0);
-  t.true(await pollUntil(() => pidLines() >= 3, { timeoutMs: 10_000 }));
+  t.true(await pollUntil(() => pidLines() >= 3, { timeoutMs: 30_000 }));
   const tagged = pidsWithTag(tag);
   t.true(tagged.length >= 4, `wrapper, server, grandchild and the late server run (${tagged.length})`);
 
@@ -143,7 +143,7 @@ test('a body stuck in a synchronous loop is quiesced through the hard rungs (ter
   const list = servers({ hang: stdioFixtureConfig(['--hang-initialize', '--wrapper'], { tag }) });
   const stuck = run(coordinator, 'p', list, { blockAfterSpawnMs: -1 });
   t.true(await pollUntil(() => coordinator.stats().recordedChildren === 1, { timeoutMs: 10_000 }));
-  t.true(await pollUntil(() => pidsWithTag(tag).length >= 2, { timeoutMs: 10_000 }));
+  t.true(await pollUntil(() => pidsWithTag(tag).length >= 2, { timeoutMs: 30_000 }));
   const tagged = pidsWithTag(tag);
   const stuckThread = stuck.threadId;
   t.truthy(stuckThread);
@@ -165,7 +165,7 @@ test('a server spawned in the instant before its pid was recorded, its worker te
   const coordinator = newCoordinator(t, { connectTimeoutMs: 600_000, quiesceGraceMs: 100 });
   run(coordinator, 'p', servers({ hang: stdioFixtureConfig(['--hang-initialize', '--wrapper'], { tag }) }), { blockBeforeRecordMs: -1 });
   // The server and its wrapper grandchild run; the body's thread is stuck before recording the pid.
-  t.true(await pollUntil(() => pidsWithTag(tag).length >= 2, { timeoutMs: 10_000 }));
+  t.true(await pollUntil(() => pidsWithTag(tag).length >= 2, { timeoutMs: 30_000 }));
   const tagged = pidsWithTag(tag);
   t.is(coordinator.stats().recordedChildren, 0, 'no slot names the server');
 

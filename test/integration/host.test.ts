@@ -113,7 +113,7 @@ test('close(): every process is gone and later calls fail with HOST_CLOSED', asy
   const host = createHost({ profiles: { p: { mcpServers: { fs: stdioFixtureConfig(['--wrapper'], { tag }), hang: stdioFixtureConfig(['--hang-initialize'], { tag }) } } }, discovery: { connectTimeoutMs: 600_000 } });
   // A turn is left waiting on the hanging server while the host closes under it.
   const waiting = host.beginTurn('p');
-  t.true(await pollUntil(() => host.status('p').servers['fs']?.status === 'ready', { timeoutMs: 10_000 }));
+  t.true(await pollUntil(() => host.status('p').servers['fs']?.status === 'ready', { timeoutMs: 30_000 }));
   t.true(pidsWithTag(tag).length >= 1, 'the hanging server is running');
   await host.close();
   t.deepEqual(pidsWithTag(tag), []);

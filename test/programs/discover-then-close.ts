@@ -27,7 +27,12 @@ await new Promise<void>((resolve) => {
     onDone: () => undefined,
   });
 });
+// As the host's close() does: the coordinator's waits are unref'd, so on a loaded machine, with
+// the body's port closed and its processes still dying, nothing else would keep the loop alive
+// until close() resolves (Node would exit 13, "unsettled top-level await").
+const keepAlive = setInterval(() => undefined, 1 << 30);
 const [report] = await coordinator.close();
+clearInterval(keepAlive);
 process.stdout.write(`closed quiesced=${String(report?.quiesced)}\n`);
 // Diagnostics for the test if the process fails to exit: what is still holding the loop.
 setTimeout(() => process.stderr.write(`still running: ${process.getActiveResourcesInfo().join(', ')}\n`), 10_000).unref();
