@@ -48,10 +48,21 @@ function manualScheduler() {
   };
 }
 
-test('a burst refused by the rate limit is written in order, one per slot, at the retry pace', (t) => {
-  const kernel = scriptedKernel();
+/** A writer over a scripted kernel and a manual scheduler. */
+function scriptedWriter(options: { impossible?: ReadonlySet<number>; maxAttempts?: number; retryMs?: number } = {}) {
+  const kernel = scriptedKernel(options.impossible);
   const clock = manualScheduler();
-  const writer = new AutogroupWriter({ write: kernel.write, scheduler: clock.scheduler, retryMs: 110 });
+  const writer = new AutogroupWriter({ write: kernel.write, scheduler: clock.scheduler, ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }), ...(options.retryMs === undefined ? {} : { retryMs: options.retryMs }) });
+  return { kernel, clock, writer };
+}
+
+/** Asks for nice 19 on each pid, in order. */
+function lowerAll(writer: AutogroupWriter, pids: readonly number[]): void {
+  for (const pid of pids) writer.set(pid, 19);
+}
+
+test('a burst refused by the rate limit is written in order, one per slot, at the retry pace', (t) => {
+  const { kernel, clock, writer } = scriptedWriter({ retryMs: 110 });
   t.deepEqual([1, 2, 3, 4].map((pid) => writer.set(pid, 19)), ['applied', 'rate-limited', 'rate-limited', 'rate-limited']);
   t.is(clock.armed(), 1, 'one retry is armed for the whole queue');
   for (const expected of [[1, 2], [1, 2, 3], [1, 2, 3, 4]]) {
@@ -64,12 +75,8 @@ test('a burst refused by the rate limit is written in order, one per slot, at th
 });
 
 test('a retry with no free slot writes nothing and keeps the order', (t) => {
-  const kernel = scriptedKernel();
-  const clock = manualScheduler();
-  const writer = new AutogroupWriter({ write: kernel.write, scheduler: clock.scheduler });
-  writer.set(1, 19);
-  writer.set(2, 19);
-  writer.set(3, 19);
+  const { kernel, clock, writer } = scriptedWriter();
+  lowerAll(writer, [1, 2, 3]);
   clock.fire(); // the slot is still taken
   t.deepEqual(kernel.applied, [[1, 19]]);
   kernel.open();
@@ -78,12 +85,8 @@ test('a retry with no free slot writes nothing and keeps the order', (t) => {
 });
 
 test('a forgotten pid is never written (its process exited: the pid may belong to someone else next)', (t) => {
-  const kernel = scriptedKernel();
-  const clock = manualScheduler();
-  const writer = new AutogroupWriter({ write: kernel.write, scheduler: clock.scheduler });
-  writer.set(1, 19);
-  writer.set(2, 19);
-  writer.set(3, 19);
+  const { kernel, clock, writer } = scriptedWriter();
+  lowerAll(writer, [1, 2, 3]);
   writer.forget(2);
   kernel.open();
   clock.fire();
@@ -96,9 +99,7 @@ test('a forgotten pid is never written (its process exited: the pid may belong t
 });
 
 test('the latest value asked for a queued pid is the one written (a restore overtakes the lowering)', (t) => {
-  const kernel = scriptedKernel();
-  const clock = manualScheduler();
-  const writer = new AutogroupWriter({ write: kernel.write, scheduler: clock.scheduler });
+  const { kernel, clock, writer } = scriptedWriter();
   writer.set(1, 19);
   t.is(writer.set(2, 19), 'rate-limited');
   t.is(writer.set(2, 0), 'rate-limited');
@@ -108,12 +109,9 @@ test('the latest value asked for a queued pid is the one written (a restore over
 });
 
 test('a write that cannot succeed is dropped at once; one refused for too long is given up', (t) => {
-  const kernel = scriptedKernel(new Set([7]));
-  const clock = manualScheduler();
-  const writer = new AutogroupWriter({ write: kernel.write, scheduler: clock.scheduler, maxAttempts: 3 });
-  writer.set(1, 19);
-  writer.set(8, 19); // refused: queued
-  writer.set(7, 19); // queued behind 8; impossible when tried (gone, or no autogroups)
+  const { kernel, clock, writer } = scriptedWriter({ impossible: new Set([7]), maxAttempts: 3 });
+  // 8 is refused and queued; 7 waits behind it and is impossible when tried (gone, or no autogroups).
+  lowerAll(writer, [1, 8, 7]);
   kernel.open();
   clock.fire(); // 8 takes the slot, 7 is dropped
   t.deepEqual(kernel.applied, [[1, 19], [8, 19]]);
