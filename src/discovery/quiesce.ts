@@ -178,10 +178,22 @@ export class QuiescenceLadder {
     const worker = threadId === undefined ? undefined : this.options.workerOf(threadId);
     const exit = worker ? once(worker, 'exit') : Promise.resolve();
     owner.abort.abort(new Error('quiescence: cooperative cancel did not finish in time'));
+    const deadline = this.options.clock.now() + this.options.hardWaitMs;
     const exited = (await withDeadline(Promise.all([exit, owner.task]), { ms: this.options.hardWaitMs, clock: this.options.clock })) !== DEADLINE;
+    if (!exited) return false;
+    // A body can take ownership after the look above: its generation check passed before the
+    // retirement, and a busy machine kept its thread off the CPU until after it. It took it in the
+    // worker the abort terminated, which cannot leave it any more: wait for that worker's exit
+    // too (a worker the pool no longer lists is gone), then leave for it.
+    const lateThread = threadId === undefined ? entry.slots.ownerThread(owner.generation) : undefined;
+    const lateWorker = lateThread === undefined ? undefined : this.options.workerOf(lateThread);
+    if (lateWorker !== undefined && lateWorker.threadId !== -1) {
+      const remaining = Math.max(0, deadline - this.options.clock.now());
+      if ((await withDeadline(once(lateWorker, 'exit'), { ms: remaining, clock: this.options.clock })) === DEADLINE) return false;
+    }
     // The body cannot decrement its ownership from a terminated thread: do it for it, exactly once.
-    if (exited) entry.slots.leaveOwner(owner.generation);
-    return exited;
+    entry.slots.leaveOwner(owner.generation);
+    return true;
   }
 
   /** Kill rung: SIGKILL each recorded group and wait until none of its members is running. */

@@ -295,7 +295,8 @@ export class ReadinessRegistry {
       if (entry?.phase.kind === 'running') this.owners.onDone(entry, entry.phase.run.generation, new McpSupervisorError('RELOAD_ABORTED', 'reload aborted'));
     }
     throw new McpSupervisorError('RELOAD_ABORTED', `reload aborted: discovery of ${survivors.map((report) => `"${report.key}"`).join(', ')} could not be stopped; nothing was torn down`, {
-      data: { survivors: survivors.map((report) => ({ key: report.key, pids: report.survivors })) },
+      // The rung and time say how it got stuck (a worker that would not exit, processes that would not die).
+      data: { survivors: survivors.map((report) => ({ key: report.key, pids: report.survivors, rung: report.rung, totalMs: report.totalMs })) },
     });
   }
 

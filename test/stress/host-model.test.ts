@@ -161,7 +161,9 @@ test('model: random beginTurn / retry / reload / config-change sequences keep th
   );
   await assertion.catch((error: unknown) => {
     const cause = (error as { cause?: unknown }).cause;
-    throw new Error(`${(error as Error).message}\ncaused by: ${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}`);
+    // The cause's data (a reload's stuck bodies: key, rung, time, pids) is what a rare failure needs.
+    const data = (cause as { data?: unknown } | undefined)?.data;
+    throw new Error(`${(error as Error).message}\ncaused by: ${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}${data === undefined ? '' : `\ndata: ${JSON.stringify(data)}`}`);
   });
   t.is(runs >= 8, true);
 });

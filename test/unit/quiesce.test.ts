@@ -4,7 +4,8 @@
  * rung's processes are a stand-in that dies when the test says.
  */
 import test, { type ExecutionContext } from 'ava';
-import { MessageChannel } from 'node:worker_threads';
+import { EventEmitter } from 'node:events';
+import { MessageChannel, type Worker } from 'node:worker_threads';
 import type { ProcessState } from '../../src/process/proc.js';
 import { type Entry, type Owner, type ProcessControl, QuiesceHistory, QuiescenceLadder } from '../../src/discovery/quiesce.js';
 import { EntrySlots } from '../../src/discovery/slots.js';
@@ -91,6 +92,60 @@ test('terminate rung: a worker that never exits is given up on after the hard wa
   await clock.advance(1);
   t.like(await retiring.promise, { rung: 'terminate', quiesced: false });
   t.is(entry.slots.liveOwners(), 1, 'a body that may still run keeps its ownership');
+});
+
+/**
+ * A body that takes ownership only after the terminate rung looked for its thread: its generation
+ * check passed before the retirement and its thread was kept off the CPU until after the look.
+ * It enters in the worker the abort terminates (thread 7), and the task then settles.
+ */
+function lateEntry(t: ExecutionContext, worker: Worker | undefined) {
+  const clock = new ManualClock();
+  const slots = new EntrySlots();
+  const generation = slots.beginGeneration();
+  const done = barrier<BodyResult | undefined>();
+  const channel = new MessageChannel();
+  t.teardown(() => channel.port2.close());
+  const owner: Owner = { generation, abort: new AbortController(), task: done.promise, taskSettled: false, port: channel.port1 };
+  void done.promise.then(() => (owner.taskSettled = true));
+  owner.abort.signal.addEventListener('abort', () => {
+    slots.enterOwner(generation, 7);
+    done.resolve(undefined);
+  });
+  const ladder = new QuiescenceLadder({ clock, graceMs: GRACE_MS, hardWaitMs: HARD_WAIT_MS, workerOf: (threadId) => (threadId === 7 ? worker : undefined) });
+  const entry: Entry = { slots, owner, zombies: new Set() };
+  return { clock, entry, retiring: watch(ladder.retire('k', 'reload', entry)) };
+}
+
+/** A stand-in for the terminated worker: alive until the test emits its exit. */
+function dyingWorker(): Worker & EventEmitter {
+  return Object.assign(new EventEmitter(), { threadId: 7 }) as unknown as Worker & EventEmitter;
+}
+
+test('terminate rung: a body that took ownership after the look is left for once the pool no longer lists its worker', async (t) => {
+  const { clock, entry, retiring } = lateEntry(t, undefined);
+  await clock.advance(GRACE_MS);
+  t.like(await retiring.promise, { rung: 'terminate', quiesced: true });
+  t.is(entry.slots.liveOwners(), 0, 'no ownership is left behind by a dead body');
+});
+
+test('terminate rung: a body that took ownership after the look is left for once its worker exits, not before; one that never exits keeps it', async (t) => {
+  const worker = dyingWorker();
+  const exits = lateEntry(t, worker);
+  await exits.clock.advance(GRACE_MS);
+  await flush();
+  t.false(exits.retiring.settled, 'waits for the late owner\'s worker');
+  t.is(exits.entry.slots.liveOwners(), 1);
+  worker.emit('exit', 1);
+  t.like(await exits.retiring.promise, { rung: 'terminate', quiesced: true });
+  t.is(exits.entry.slots.liveOwners(), 0);
+
+  const stuck = lateEntry(t, dyingWorker());
+  await stuck.clock.advance(GRACE_MS + HARD_WAIT_MS - 1);
+  t.false(stuck.retiring.settled);
+  await stuck.clock.advance(1);
+  t.like(await stuck.retiring.promise, { rung: 'terminate', quiesced: false });
+  t.is(stuck.entry.slots.liveOwners(), 1, 'a body that may still run keeps its ownership');
 });
 
 test('kill rung: the poll runs on the clock; a group that dies is cleared (a zombie reported as such), one that never dies is a survivor', async (t) => {
