@@ -6,7 +6,7 @@
  * least half of a window waiting for a CPU, the server gets normal priority back, once.
  */
 import { processGroupMembers } from '../process/proc.js';
-import { restoreProcessPriority, runQueueWaitMs } from '../process/priority.js';
+import { restoreProcessNice, restoreProcessPriority, runQueueWaitMs } from '../process/priority.js';
 
 /** The share of a window a server must have waited for a CPU to count as starved. */
 export const STARVED_SHARE = 0.5;
@@ -42,7 +42,7 @@ const realProbe: StarvationProbe = {
     // One autogroup per session (the leader's write covers it); process nice values per member.
     restoreProcessPriority(pid);
     for (const member of processGroupMembers(pid)) {
-      if (member.pid !== pid && member.state === 'alive') restoreProcessPriority(member.pid, undefined, { autogroup: false });
+      if (member.pid !== pid && member.state === 'alive') restoreProcessNice(member.pid);
     }
   },
   now: () => performance.now(),

@@ -172,18 +172,25 @@ export function lowerProcessPriority(pid: number, nice: number, writer: Autogrou
 }
 
 /**
- * Gives a server's scheduling group normal weight back (autogroup nice 0, which an unprivileged
- * process may do to its own). Its process nice is restored too where that is permitted (an
- * unprivileged process cannot make itself less nice; inside its own autogroup the process nice
- * orders only the session's own threads, so the group's weight is what counts).
+ * Gives a process its normal nice value back, where that is permitted: an unprivileged process
+ * cannot make another less nice (inside a server's own autogroup the process nice orders only the
+ * session's own threads, so the group's weight, {@link restoreProcessPriority}, is what counts).
  */
-export function restoreProcessPriority(pid: number, writer: AutogroupWriter = autogroups, options: { autogroup?: boolean } = {}): void {
+export function restoreProcessNice(pid: number): void {
   try {
     setPriority(pid, 0);
   } catch {
-    // EACCES without CAP_SYS_NICE: the autogroup's weight is what matters.
+    // EACCES without CAP_SYS_NICE.
   }
-  if (options.autogroup !== false) writer.set(pid, 0);
+}
+
+/**
+ * Gives a server's scheduling group normal weight back (autogroup nice 0, which an unprivileged
+ * process may do to its own), and the server process its nice value where permitted.
+ */
+export function restoreProcessPriority(pid: number, writer: AutogroupWriter = autogroups): void {
+  restoreProcessNice(pid);
+  writer.set(pid, 0);
 }
 
 /**
